@@ -1,0 +1,38 @@
+// kvq/format/policy.hpp — rounding and overflow policies of a conversion.
+#pragma once
+
+namespace kvq {
+
+/// How a value between two representable neighbours is resolved.
+/// `nearest_even` is what every GPU `cvt.rn` conversion does and is the default;
+/// the directed modes match IEEE 754 roundTowardZero/Positive/Negative and
+/// `nearest_away` is roundTiesToAway. CUDA offers RZ for e2m1/FP6 and RZ/RP for
+/// ue8m0; the rest are research modes with the same semantics on every format.
+/// Stochastic rounding has its own entry point, kvq::encode_stochastic.
+enum class rounding : unsigned char { nearest_even, toward_zero, up, down, nearest_away };
+
+/// What a finite value beyond the largest finite code becomes.
+///  - satfinite: the largest finite value of the same sign (PTX `.satfinite`).
+///  - nosat: Inf where the format has one (e5m2), else NaN where it has one
+///    (e4m3: 0x7F|sign, fnuz: 0x80, ue8m0: 0xFF); formats with neither (e2m1,
+///    e3m2, e2m3) always saturate. As in IEEE 754, directed rounding toward the
+///    finite side (toward_zero; up for negatives; down for positives) never
+///    produces Inf/NaN from a finite input.
+enum class overflow : unsigned char { satfinite, nosat };
+
+inline constexpr const char* to_string(rounding r) noexcept {
+  switch (r) {
+    case rounding::nearest_even: return "nearest_even";
+    case rounding::toward_zero: return "toward_zero";
+    case rounding::up: return "up";
+    case rounding::down: return "down";
+    case rounding::nearest_away: return "nearest_away";
+  }
+  return "?";
+}
+
+inline constexpr const char* to_string(overflow o) noexcept {
+  return o == overflow::satfinite ? "satfinite" : "nosat";
+}
+
+}  // namespace kvq
