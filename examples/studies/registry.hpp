@@ -1,0 +1,22 @@
+// studies/registry.hpp — every study the kvq command knows, in the order of `kvq study --help`.
+#pragma once
+
+#include "harness.hpp"
+
+#include <string>
+#include <vector>
+
+namespace kvq::study {
+
+inline const std::vector<study_def>& all_studies() {
+  static const std::vector<study_def> v = {};
+  return v;
+}
+
+inline const study_def* find_study(const std::string& name) {
+  for (const auto& d : all_studies())
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+}  // namespace kvq::study
