@@ -10,3 +10,4 @@
 #include <kvq/format/decode.hpp>
 #include <kvq/format/value.hpp>
 #include <kvq/format/bulk.hpp>
+#include <kvq/format/info.hpp>
