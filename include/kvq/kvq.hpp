@@ -1,0 +1,6 @@
+// kvq/kvq.hpp — everything: one include per layer umbrella, lower layers first.
+// Each layer adds its umbrella here when it lands.
+#pragma once
+
+#include <kvq/config.hpp>
+#include <kvq/format.hpp>
