@@ -4,6 +4,7 @@
 #include "studies/harness.hpp"
 
 #include <kvq/format.hpp>
+#include <kvq/format/info.hpp>
 
 #include <cstdio>
 #include <string>
@@ -14,59 +15,45 @@ namespace kvq::cli {
 using kvq::study::usage_error;
 
 // ---------------------------------------------------------------------------
-// kvq formats — one row per emulated format, every number read from its traits.
+// kvq formats — one row per emulated format, from kvq::all_format_infos() (numbers
+// computed from the traits and the encoder, so the table cannot disagree with the code).
 namespace detail {
-inline const char* specials_name(kvq::specials s) {
-  switch (s) {
-    case kvq::specials::ieee: return "ieee (Inf+NaN)";
-    case kvq::specials::finite_nan: return "NaN only";
-    case kvq::specials::fnuz: return "fnuz (0x80 NaN)";
-    case kvq::specials::none: return "none";
-  }
-  return "?";
-}
-
-template <class F>
-std::vector<kvq::study::cell> format_row(const char* name, const char* role) {
-  using T = kvq::format_of_t<F>;
-  std::string layout = std::string(T::is_signed ? "1" : "0") + "-" + std::to_string(T::exponent_bits) + "-" +
-                       std::to_string(T::mantissa_bits);
-  return {name,
-          T::bits,
-          layout,
-          T::bias,
-          specials_name(T::special),
-          T::max_finite(),
-          T::min_normal(),
-          T::min_subnormal(),
-          static_cast<long long>(kvq::code_count_v<F>),
-          role};
+inline const char* format_role(const std::string& name) {
+  if (name == "e4m3") return "FP8 KV (vLLM fp8), MXFP8, FP8 attention";
+  if (name == "e5m2") return "FP8 KV (vLLM fp8_e5m2), MXFP8";
+  if (name == "e3m2" || name == "e2m3") return "MXFP6 elements";
+  if (name == "e2m1") return "NVFP4 / MXFP4 elements";
+  if (name == "ue8m0") return "MX block scale (power of two)";
+  if (name == "ue4m3") return "NVFP4 block scale (16 elements)";
+  if (name == "e4m3fnuz" || name == "e5m2fnuz") return "FP8 on AMD MI300";
+  return "";
 }
 }  // namespace detail
 
 inline kvq::study::table formats_table() {
   using namespace kvq::study;
   table t;
-  t.title = "Number formats emulated by kvq (values from kvq::fmt traits)";
+  t.title = "Number formats emulated by kvq";
   t.columns = {{"format", "name"},
-               {"bits", "storage bits of one code"},
                {"s-e-m", "sign-exponent-mantissa bit widths"},
                {"bias", "exponent bias"},
-               {"specials", "special-value encoding"},
                {"max_finite", "largest finite magnitude"},
                {"min_normal", "smallest normal magnitude"},
                {"min_subnormal", "smallest positive magnitude"},
-               {"codes", "number of codes"},
+               {"specials", "special-value encoding"},
+               {"float_nan", "what a float NaN encodes to", false},
+               {"inf_satfinite", "-Inf with satfinite", false},
+               {"inf_nosat", "-Inf with nosat", false},
+               {"overflow_nosat", "3e38 with nosat", false},
+               {"neg_zero", "what -0 encodes to", false},
                {"used_for", "where it appears in KV caches"}};
-  t.rows.push_back(detail::format_row<kvq::fmt::e4m3>("e4m3", "FP8 KV (vLLM fp8), MXFP8, FA3 FP8 attention"));
-  t.rows.push_back(detail::format_row<kvq::fmt::e5m2>("e5m2", "FP8 KV (vLLM fp8_e5m2), MXFP8"));
-  t.rows.push_back(detail::format_row<kvq::fmt::e3m2>("e3m2", "MXFP6 elements"));
-  t.rows.push_back(detail::format_row<kvq::fmt::e2m3>("e2m3", "MXFP6 elements"));
-  t.rows.push_back(detail::format_row<kvq::fmt::e2m1>("e2m1", "NVFP4 / MXFP4 elements"));
-  t.rows.push_back(detail::format_row<kvq::fmt::ue8m0>("ue8m0", "MX block scale (power of two)"));
-  t.rows.push_back(detail::format_row<kvq::fmt::ue4m3>("ue4m3", "NVFP4 block scale (16 elements)"));
-  t.rows.push_back(detail::format_row<kvq::fmt::e4m3fnuz>("e4m3fnuz", "FP8 on AMD MI300"));
-  t.rows.push_back(detail::format_row<kvq::fmt::e5m2fnuz>("e5m2fnuz", "FP8 on AMD MI300"));
+  for (const auto& i : kvq::all_format_infos()) {
+    std::string sem = std::to_string(i.sign_bits) + "-" + std::to_string(i.exponent_bits) + "-" +
+                      std::to_string(i.mantissa_bits);
+    t.rows.push_back({std::string(i.name), sem, i.bias, i.max_finite, i.min_normal, i.min_subnormal,
+                      std::string(i.specials), i.nan_float, i.inf_sat, i.inf_nosat, i.overflow_nosat, i.neg_zero,
+                      std::string(detail::format_role(i.name))});
+  }
   return t;
 }
 
@@ -75,18 +62,23 @@ inline int cmd_formats(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       std::fputs(
-          "usage: kvq formats [--csv]\n\n"
-          "Lists the minifloat formats kvq emulates bit-exactly: bit layout, bias, special\n"
-          "values, range, and where each appears in KV caches. Every number is read from the\n"
-          "format traits (kvq::fmt::*), so the table is the library's own description.\n\n"
-          "  --csv   print CSV instead of the aligned table\n",
+          "usage: kvq formats [--csv | --markdown]\n\n"
+          "Lists the minifloat formats kvq emulates bit-exactly: bit layout, bias, range,\n"
+          "special values, what NaN/Inf/overflow/-0 encode to, and where each format appears\n"
+          "in KV caches. Every number is computed from the format traits and the encoder.\n\n"
+          "  --csv        CSV with every column (edge cases included)\n"
+          "  --markdown   the Markdown table of the README\n",
           stdout);
       return 0;
     }
-    if (a == "--csv")
+    if (a == "--csv") {
       csv = true;
-    else
-      throw usage_error("formats: unknown option '" + a + "' (allowed: --csv, --help)");
+    } else if (a == "--markdown") {
+      std::fputs(kvq::format_table_markdown().c_str(), stdout);
+      return 0;
+    } else {
+      throw usage_error("formats: unknown option '" + a + "' (allowed: --csv, --markdown, --help)");
+    }
   }
   auto t = formats_table();
   if (csv)
