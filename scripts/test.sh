@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# kvq's test pipeline — the command CI runs (.ci/run) and the README's test command:
+#
+#   bash scripts/test.sh
+#
+# Installs missing Debian packages, then runs named stages in order, failing fast:
+#   deps            scripts/setup-deps.sh
+#   release-build   Release build of everything (tests, examples, benchmarks) in build/ci-release
+#   release-tests   ctest, every label (the exhaustive 2^32 sweeps included)
+#   asan-build      Debug -O1 build with -fsanitize=address,undefined in build/ci-asan
+#   asan-tests      ctest -L quick under ASan/UBSan
+#   package         cmake --install to a temporary prefix, then tests/package/ (a separate
+#                   project) finds it with find_package(kvq CONFIG REQUIRED), builds and runs
+#   bench-smoke     runs each benchmark on a tiny array for a few seconds (no timing claims)
+# and prints a summary: each stage's status and time, then a last line
+#   N passed, N failed
+# summing every ctest run. A stage that fails outside ctest (a build, say) counts as one
+# failure, so a broken build never reads as "0 failed".
+#
+# Environment: KVQ_JOBS (parallel build/test jobs, default 2), KVQ_STAGES (space-separated
+# subset of stages to run, default all, e.g. KVQ_STAGES="release-build release-tests").
+#
+# Adding a stage: write a function stage_<name> and add <name> to STAGES below. Use
+# run_ctest <build-dir> [ctest args...] for ctest runs so their counts reach the total.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+JOBS=${KVQ_JOBS:-2}
+B=$ROOT/build
+
+STAGES=(deps release-build release-tests asan-build asan-tests package bench-smoke)
+read -r -a SELECTED <<<"${KVQ_STAGES:-${STAGES[*]}}"
+
+CMAKE_COMMON=()
+if [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  # Lets find_package(CUDAToolkit) find the toolkit even when nvcc is not on PATH.
+  CMAKE_COMMON+=(-DCUDAToolkit_ROOT=/usr/local/cuda)
+fi
+
+# ---------------------------------------------------------------------------------------
+# Bookkeeping: per-stage status and time, ctest totals, summary on any exit.
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+TOTAL_SKIPPED=0
+SUMMARY=()
+CURRENT_STAGE=""
+CURRENT_START=0
+CURRENT_COUNTED_FAILURE=0
+T0=$SECONDS
+
+fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# junit_counts FILE: prints "passed failed skipped" from a ctest JUnit report, counting
+# as ctest's own summary does: status "run" passed, "fail" failed, "notrun" is a skip only
+# when the test asked for it (SKIP_RETURN_CODE / SKIP_REGULAR_EXPRESSION) and a failure
+# otherwise (e.g. a missing executable); disabled tests count as skipped.
+junit_counts() {
+  awk '
+    function settle() { if (pending) f++; pending = 0 }
+    /<testcase / {
+      settle()
+      st = ""
+      if (match($0, /status="[a-z]*"/)) st = substr($0, RSTART + 8, RLENGTH - 9)
+      if (st == "run") p++
+      else if (st == "fail") f++
+      else if (st == "disabled") s++
+      else pending = 1
+      next
+    }
+    pending && /<skipped message="SKIP_/ { s++; pending = 0 }
+    END { settle(); print p + 0, f + 0, s + 0 }' "$1"
+}
+
+# run_ctest DIR [ARGS...]: runs ctest in DIR, adds its results to the totals, returns
+# ctest's status. Counts come from ctest's JUnit report.
+run_ctest() {
+  local dir=$1; shift
+  local junit=$dir/ctest-junit.xml
+  rm -f "$junit"
+  local rc=0
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error --timeout 1500 \
+        -j "$JOBS" --output-junit "$junit" "$@" || rc=$?
+  if [[ -f "$junit" ]]; then
+    local counts passed failed skipped
+    counts=$(junit_counts "$junit")
+    read -r passed failed skipped <<<"$counts"
+    TOTAL_PASSED=$((TOTAL_PASSED + passed))
+    TOTAL_FAILED=$((TOTAL_FAILED + failed))
+    TOTAL_SKIPPED=$((TOTAL_SKIPPED + skipped))
+    if (( failed > 0 )); then CURRENT_COUNTED_FAILURE=1; fi
+  fi
+  if (( rc != 0 )) && (( CURRENT_COUNTED_FAILURE == 0 )); then
+    # ctest failed without reporting a failed test (no tests found, bad arguments...).
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    CURRENT_COUNTED_FAILURE=1
+  fi
+  return "$rc"
+}
+
+print_summary() {
+  local rc=$1
+  if [[ -n "$CURRENT_STAGE" ]]; then
+    # The script is exiting inside a stage: set -e stopped it there.
+    SUMMARY+=("$(printf '  %-16s %-7s %s' "$CURRENT_STAGE" FAILED "$(fmt_time $((SECONDS - CURRENT_START)))")")
+    (( CURRENT_COUNTED_FAILURE )) || TOTAL_FAILED=$((TOTAL_FAILED + 1))
+  fi
+  echo
+  echo "==================== kvq test summary ===================="
+  printf '%s\n' "${SUMMARY[@]}"
+  printf '  %-16s %-7s %s\n' total "" "$(fmt_time $((SECONDS - T0)))"
+  (( TOTAL_SKIPPED > 0 )) && echo "  ($TOTAL_SKIPPED tests skipped, not counted below)"
+  (( rc != 0 )) && echo "  FAILED (exit status $rc)"
+  echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+}
+trap 'print_summary $?' EXIT
+
+run_stage() {
+  local name=$1
+  CURRENT_STAGE=$name
+  CURRENT_START=$SECONDS
+  CURRENT_COUNTED_FAILURE=0
+  echo
+  echo "==> [$name] $(date -u +%H:%M:%S)"
+  "stage_${name//-/_}"
+  local t=$((SECONDS - CURRENT_START))
+  SUMMARY+=("$(printf '  %-16s %-7s %s' "$name" ok "$(fmt_time $t)")")
+  echo "<== [$name] ok in $(fmt_time $t)"
+  CURRENT_STAGE=""
+}
+
+# ---------------------------------------------------------------------------------------
+# Stages
+
+stage_deps() {
+  bash "$ROOT/scripts/setup-deps.sh"
+}
+
+stage_release_build() {
+  cmake -S "$ROOT" -B "$B/ci-release" -DCMAKE_BUILD_TYPE=Release \
+        -DKVQ_BUILD_TESTS=ON -DKVQ_BUILD_EXAMPLES=ON -DKVQ_BUILD_BENCH=ON "${CMAKE_COMMON[@]}"
+  cmake --build "$B/ci-release" -j "$JOBS"
+}
+
+stage_release_tests() {
+  run_ctest "$B/ci-release"
+}
+
+stage_asan_build() {
+  # -O1 keeps the sanitizers' reports readable and the quick tests fast; Debug keeps asserts.
+  cmake -S "$ROOT" -B "$B/ci-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+        -DKVQ_SANITIZE=ON -DKVQ_BUILD_TESTS=ON -DKVQ_BUILD_EXAMPLES=ON -DKVQ_BUILD_BENCH=OFF \
+        "${CMAKE_COMMON[@]}"
+  cmake --build "$B/ci-asan" -j "$JOBS"
+}
+
+stage_asan_tests() {
+  ASAN_OPTIONS=${ASAN_OPTIONS:-strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1} \
+  UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    run_ctest "$B/ci-asan" -L quick
+}
+
+stage_package() {
+  # Install the Release build to a throw-away prefix and build tests/package/ against it
+  # as an outside project would: only find_package(kvq CONFIG REQUIRED), no source tree.
+  local prefix=$B/ci-package-prefix
+  rm -rf "$prefix" "$B/ci-package"
+  cmake --install "$B/ci-release" --prefix "$prefix"
+  cmake -S "$ROOT/tests/package" -B "$B/ci-package" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+  cmake --build "$B/ci-package" -j "$JOBS"
+  run_ctest "$B/ci-package"
+}
+
+stage_bench_smoke() {
+  # Benchmarks are never timed tests; this only proves they build and run (tiny arrays).
+  local found=0 exe
+  for exe in "$B"/ci-release/bench/kvq_bench_*; do
+    [[ -x "$exe" ]] || continue
+    found=1
+    "$exe" --quick
+  done
+  if (( ! found )); then
+    echo "no benchmark programs in $B/ci-release/bench" >&2
+    return 1
+  fi
+}
+
+# ---------------------------------------------------------------------------------------
+for s in "${SELECTED[@]}"; do
+  if ! declare -F "stage_${s//-/_}" >/dev/null; then
+    echo "unknown stage '$s' (stages: ${STAGES[*]})" >&2
+    exit 2
+  fi
+done
+for s in "${SELECTED[@]}"; do
+  run_stage "$s"
+done
