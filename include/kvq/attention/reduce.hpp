@@ -1,0 +1,204 @@
+// kvq/attention/reduce.hpp — sums, dot products and maxima over a span in a fixed-shape
+// pairwise tree, identical on every host, device and thread count.
+//
+// The tree (depends only on the length n):
+//   sum(x[0..n)) = x[0]                                  if n == 1
+//                = sum(x[0..h)) + sum(x[h..n))           otherwise,
+//   h = the largest power of two strictly less than n.
+// So a power-of-two length is a perfectly balanced tree, and any other length is the
+// balanced tree of its leading 2^floor(log2 n) elements plus the tree of the rest:
+// sum = B_0 + (B_1 + (... + B_m)), where B_0 > B_1 > ... are the power-of-two blocks
+// given by the binary digits of n, taken from the front. The empty sum is +0.
+// (Example n = 6: ((x0 + x1) + (x2 + x3)) + (x4 + x5).)
+//
+// The same shape is produced by a streaming binary-counter accumulator
+// (tree_accumulator, O(log n) state), so a reduction over an unbounded stream (e.g. the
+// keys of a 128k-token context, block by block) gives the same bits as the array form.
+// Dot products round each product a_i*b_i to the accumulation type first (no fma),
+// then sum in the tree. Maxima use the same tree; max(a, b) = NaN if either is NaN,
+// else (a > b ? a : b) (so of +0 and -0 the right operand wins).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <kvq/config.hpp>
+#include <kvq/attention/math.hpp>
+
+namespace kvq {
+namespace reduce {
+
+/// Deepest stack a tree_accumulator needs: one level per bit of the element count.
+constexpr int max_levels = 64;
+
+/// Number of tree levels a stream of n elements occupies (the bit width of n).
+KVQ_HD constexpr int levels_needed(std::uint64_t n) {
+  int l = 0;
+  while (n != 0) {
+    ++l;
+    n >>= 1;
+  }
+  return l;
+}
+
+/// NaN-propagating maximum used by the max tree.
+template <class T>
+KVQ_HD inline T max2(T a, T b) {
+  if (a != a) return a;
+  if (b != b) return b;
+  return a > b ? a : b;
+}
+
+struct add_op {
+  template <class T>
+  KVQ_HD T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+
+struct max_op {
+  template <class T>
+  KVQ_HD T operator()(T a, T b) const {
+    return max2(a, b);
+  }
+};
+
+/// Streaming form of the tree: push x[0], x[1], ... in order; result() gives the
+/// tree value for the elements pushed so far.
+template <class T, class Op = add_op>
+struct tree_accumulator {
+  T level[max_levels];
+  std::uint64_t count = 0;
+  Op op{};
+
+  KVQ_HD void push(T x) {
+    T v = x;
+    int l = 0;
+    std::uint64_t c = count;
+    while (c & 1u) {  // a finished block of 2^l on the left: combine (left op right)
+      v = op(level[l], v);
+      c >>= 1;
+      ++l;
+    }
+    level[l] = v;
+    ++count;
+  }
+
+  /// Value of the tree over the pushed elements; `empty` if none.
+  KVQ_HD T result(T empty = T(0)) const {
+    if (count == 0) return empty;
+    // Combine the blocks from the smallest (rightmost) upwards: B_0 + (B_1 + (...)).
+    bool have = false;
+    T acc = empty;
+    std::uint64_t c = count;
+    for (int l = 0; c != 0; ++l, c >>= 1) {
+      if (c & 1u) {
+        acc = have ? op(level[l], acc) : level[l];
+        have = true;
+      }
+    }
+    return acc;
+  }
+};
+
+/// Tree reduction of f(0), ..., f(n-1) with the binary operation op.
+template <class T, class F, class Op>
+KVQ_HD inline T tree_reduce(std::size_t n, F f, Op op, T empty) {
+  tree_accumulator<T, Op> acc;
+  acc.op = op;
+  for (std::size_t i = 0; i < n; ++i) acc.push(f(i));
+  return acc.result(empty);
+}
+
+/// Sum of x[0..n) in the fixed tree, accumulated in Acc (default: the element type).
+template <class Acc = void, class T>
+KVQ_HD inline auto tree_sum(const T* x, std::size_t n) {
+  using A = typename std::conditional<std::is_void<Acc>::value, T, Acc>::type;
+  tree_accumulator<A> acc;
+  for (std::size_t i = 0; i < n; ++i) acc.push(static_cast<A>(x[i]));
+  return acc.result(A(0));
+}
+
+/// Strided sum: x[0], x[stride], ..., n elements.
+template <class Acc = void, class T>
+KVQ_HD inline auto tree_sum_strided(const T* x, std::size_t n, std::ptrdiff_t stride) {
+  using A = typename std::conditional<std::is_void<Acc>::value, T, Acc>::type;
+  tree_accumulator<A> acc;
+  for (std::size_t i = 0; i < n; ++i) acc.push(static_cast<A>(x[static_cast<std::ptrdiff_t>(i) * stride]));
+  return acc.result(A(0));
+}
+
+/// Dot product: each product a[i]*b[i] rounded in Acc (inputs converted to Acc first,
+/// exactly for float -> double), then the fixed tree.
+template <class Acc = void, class T, class U>
+KVQ_HD inline auto tree_dot(const T* a, const U* b, std::size_t n) {
+  using A = typename std::conditional<std::is_void<Acc>::value, T, Acc>::type;
+  tree_accumulator<A> acc;
+  for (std::size_t i = 0; i < n; ++i) {
+    const A p = static_cast<A>(a[i]) * static_cast<A>(b[i]);
+    acc.push(p);
+  }
+  return acc.result(A(0));
+}
+
+/// Maximum of x[0..n) (NaN if any element is NaN); -inf for n == 0.
+template <class T>
+KVQ_HD inline T tree_max(const T* x, std::size_t n) {
+  tree_accumulator<T, max_op> acc;
+  for (std::size_t i = 0; i < n; ++i) acc.push(x[i]);
+  return acc.result(-static_cast<T>(math::detail::inf_d()));
+}
+
+/// Element-wise vector form for P·V: accumulates rows of width `dim` with the same
+/// tree per column, using caller storage of levels_needed(n) * dim elements for n
+/// pushed rows (max_levels * dim always suffices; no allocation,
+/// usable on the device). Column c of result() equals tree_sum of column c.
+template <class T>
+struct tree_vector_accumulator {
+  T* storage = nullptr;  // levels_needed(rows) * dim
+  std::size_t dim = 0;
+  std::uint64_t count = 0;
+
+  KVQ_HD tree_vector_accumulator(T* st, std::size_t d) : storage(st), dim(d), count(0) {}
+
+  /// Pushes the row w * v[0..dim) (each product rounded in T). Uses `tmp` (dim
+  /// elements of scratch) for the carried value.
+  template <class W, class V>
+  KVQ_HD void push_scaled(W w, const V* v, T* tmp) {
+    for (std::size_t c = 0; c < dim; ++c) tmp[c] = static_cast<T>(w) * static_cast<T>(v[c]);
+    push_row(tmp);
+  }
+
+  /// Pushes a ready row (it may be modified: used as the carry).
+  KVQ_HD void push_row(T* row) {
+    int l = 0;
+    std::uint64_t c = count;
+    while (c & 1u) {
+      T* lv = storage + static_cast<std::size_t>(l) * dim;
+      for (std::size_t j = 0; j < dim; ++j) row[j] = lv[j] + row[j];
+      c >>= 1;
+      ++l;
+    }
+    T* dst = storage + static_cast<std::size_t>(l) * dim;
+    for (std::size_t j = 0; j < dim; ++j) dst[j] = row[j];
+    ++count;
+  }
+
+  /// Writes the per-column tree sums to out[0..dim) (zeros if nothing was pushed).
+  KVQ_HD void result(T* out) const {
+    bool have = false;
+    for (std::size_t j = 0; j < dim; ++j) out[j] = T(0);
+    std::uint64_t c = count;
+    for (int l = 0; c != 0; ++l, c >>= 1) {
+      if (c & 1u) {
+        const T* lv = storage + static_cast<std::size_t>(l) * dim;
+        for (std::size_t j = 0; j < dim; ++j) out[j] = have ? lv[j] + out[j] : lv[j];
+        have = true;
+      }
+    }
+  }
+};
+
+}  // namespace reduce
+}  // namespace kvq
