@@ -148,7 +148,11 @@ stage_release_tests() {
 
 stage_asan_build() {
   # -O1 keeps the sanitizers' reports readable and the quick tests fast; Debug keeps asserts.
-  cmake -S "$ROOT" -B "$B/ci-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+  # KVQ_SANITIZE instruments the test programs; the flags in CMAKE_CXX_FLAGS_DEBUG also
+  # instrument the kvq command and examples, which the quick CLI tests run.
+  local san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  cmake -S "$ROOT" -B "$B/ci-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1 $san" \
+        -DCMAKE_EXE_LINKER_FLAGS_DEBUG="$san" \
         -DKVQ_SANITIZE=ON -DKVQ_BUILD_TESTS=ON -DKVQ_BUILD_EXAMPLES=ON -DKVQ_BUILD_BENCH=OFF \
         "${CMAKE_COMMON[@]}"
   cmake --build "$B/ci-asan" -j "$JOBS"
