@@ -1,0 +1,480 @@
+// kvq/inject/patterns.hpp — composable injectors of the structures that make KV caches
+// hard to quantize, each returning a plain record of what it did:
+//
+//  - channel outliers in K: chosen channels x gain (+ offset), persistent over all
+//    tokens (KIVI, KVQuant: a few key channels carry large magnitudes), applied before
+//    or after RoPE (the scenario builder orders them; RoPE mixes channel pairs);
+//  - massive activations: chosen tokens get value sign * factor * median|x| in chosen
+//    channels (Sun et al. 2024, "Massive activations in LLMs": 10^2..10^4 x median);
+//  - attention sinks: the first k tokens' keys are aligned with every query so that
+//    their logit exceeds the expected background logit by exactly Delta (StreamingLLM);
+//  - needles / citation spans: short spans whose keys match one query with a chosen
+//    logit margin delta over the background maximum (or mean).
+//
+// Injectors work on one KV head: its K (and V) and the query matrices of the heads that
+// read it (all of a GQA group). Vector arithmetic is done in double (dot products with
+// kvq's fixed tree) and each modified element is rounded once to float, so the results
+// are reproducible bit for bit. Logits are q.k / sqrt(d) in double.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <kvq/attention/math.hpp>
+#include <kvq/attention/reduce.hpp>
+#include <kvq/inject/random.hpp>
+#include <kvq/inject/types.hpp>
+
+namespace kvq {
+namespace inject {
+
+enum class rope_stage { pre_rope, post_rope };
+
+namespace detail {
+
+inline double dot_fd(const float* a, const double* u, std::size_t d) { return reduce::tree_dot<double>(a, u, d); }
+inline double dot_ff(const float* a, const float* b, std::size_t d) { return reduce::tree_dot<double>(a, b, d); }
+
+inline double logit(const float* q, const float* k, std::size_t d) {
+  return dot_ff(q, k, d) / math::sqrt(static_cast<double>(d));
+}
+
+inline std::vector<bool> channel_mask(std::size_t d, const std::vector<std::size_t>& channels, const char* where) {
+  std::vector<bool> m(d, false);
+  for (std::size_t c : channels) {
+    if (c >= d) fail(where, "channel " + std::to_string(c) + " out of range for head_dim " + std::to_string(d));
+    m[c] = true;
+  }
+  return m;
+}
+
+inline void normalize(std::vector<double>& v, const char* where) {
+  const double n2 = reduce::tree_dot<double>(v.data(), v.data(), v.size());
+  if (!(n2 > 0.0)) fail(where, "direction has zero norm (all channels protected?)");
+  const double inv = 1.0 / math::sqrt(n2);
+  for (double& x : v) x *= inv;
+}
+
+/// Lower median of |x| over all elements (the element of rank floor((N-1)/2)).
+inline double median_abs(const matrix_f& m) {
+  std::vector<float> a(static_cast<std::size_t>(m.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::fabs(m.data()[i]);
+  if (a.empty()) return 0.0;
+  const std::size_t k = (a.size() - 1) / 2;
+  std::nth_element(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(k), a.end());
+  return static_cast<double>(a[k]);
+}
+
+inline void check_queries(const std::vector<matrix_f*>& qs, const matrix_f& K, const char* where) {
+  if (qs.empty()) fail(where, "no query matrices given");
+  for (const matrix_f* q : qs) {
+    if (q == nullptr) fail(where, "null query matrix");
+    if (q->cols() != K.cols()) fail(where, shape_of("Q", *q) + " but " + shape_of("K", K) + " (head_dim differs)");
+  }
+}
+
+}  // namespace detail
+
+/// `count` distinct channels of [0, d) chosen by a partial Fisher–Yates shuffle driven
+/// by rng (draw i uses index i), returned in increasing order.
+inline std::vector<std::size_t> choose_channels(std::size_t count, std::size_t d, const counter_rng& rng,
+                                                const std::vector<std::size_t>& avoid = {}) {
+  std::vector<std::size_t> pool;
+  for (std::size_t c = 0; c < d; ++c)
+    if (std::find(avoid.begin(), avoid.end(), c) == avoid.end()) pool.push_back(c);
+  if (count > pool.size())
+    detail::fail("kvq::inject::choose_channels",
+                 "cannot choose " + std::to_string(count) + " of " + std::to_string(pool.size()) + " channels");
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t j = i + rng.uniform_below(i, static_cast<std::uint32_t>(pool.size() - i));
+    std::swap(pool[i], pool[j]);
+  }
+  pool.resize(count);
+  std::sort(pool.begin(), pool.end());
+  return pool;
+}
+
+// ---------------------------------------------------------------------------
+// Channel outliers
+
+struct channel_outlier_config {
+  std::vector<std::size_t> channels;  // explicit channels, or
+  std::size_t random_count = 4;       // ... this many chosen with `seed` when `channels` is empty
+  float gain = 20.0f;                 // K(:, c) = K(:, c) * gain + offset
+  float offset = 0.0f;
+  std::vector<float> gains, offsets;  // optional per-channel values (same length as the channels)
+  rope_stage stage = rope_stage::pre_rope;
+  std::uint64_t seed = 0;
+};
+
+struct channel_outlier_record {
+  std::vector<std::size_t> channels;
+  std::vector<float> gains, offsets;
+  rope_stage stage = rope_stage::pre_rope;
+  float max_abs = 0.0f;  // largest |K| in the outlier channels right after injection
+};
+
+/// Resolves the channel list of a config (explicit or random) for a head_dim.
+inline std::vector<std::size_t> outlier_channels(const channel_outlier_config& c, std::size_t d,
+                                                 std::uint32_t head = 0) {
+  if (!c.channels.empty()) return c.channels;
+  return choose_channels(c.random_count, d,
+                         counter_rng{c.seed, make_stream(stream_kind::outlier_channels, head)});
+}
+
+inline channel_outlier_record inject_channel_outliers(matrix_f& K, const channel_outlier_config& c,
+                                                      std::uint32_t head = 0) {
+  const char* where = "kvq::inject::inject_channel_outliers";
+  const std::size_t d = static_cast<std::size_t>(K.cols());
+  channel_outlier_record r;
+  r.channels = outlier_channels(c, d, head);
+  detail::channel_mask(d, r.channels, where);
+  if (!c.gains.empty() && c.gains.size() != r.channels.size())
+    detail::fail(where, std::to_string(c.gains.size()) + " gains for " + std::to_string(r.channels.size()) + " channels");
+  if (!c.offsets.empty() && c.offsets.size() != r.channels.size())
+    detail::fail(where,
+                 std::to_string(c.offsets.size()) + " offsets for " + std::to_string(r.channels.size()) + " channels");
+  r.stage = c.stage;
+  for (std::size_t i = 0; i < r.channels.size(); ++i) {
+    r.gains.push_back(c.gains.empty() ? c.gain : c.gains[i]);
+    r.offsets.push_back(c.offsets.empty() ? c.offset : c.offsets[i]);
+  }
+  float mx = 0.0f;
+  for (Eigen::Index t = 0; t < K.rows(); ++t) {
+    for (std::size_t i = 0; i < r.channels.size(); ++i) {
+      float& x = K(t, static_cast<Eigen::Index>(r.channels[i]));
+      const float scaled = x * r.gains[i];
+      x = scaled + r.offsets[i];
+      mx = std::max(mx, std::fabs(x));
+    }
+  }
+  r.max_abs = mx;
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Massive activations
+
+struct massive_activation_config {
+  std::vector<std::size_t> tokens{0};  // e.g. the first token and the first delimiter
+  std::vector<std::size_t> channels;   // explicit, or `random_count` chosen with `seed`
+  std::size_t random_count = 2;
+  double factor = 1000.0;              // value = sign * factor * median|x| (10^2..10^4)
+  float sign = 1.0f;
+  bool keys = true;
+  bool values = false;
+  /// Zero the chosen channels of every query reading this head (keys only), so the
+  /// massive key entries change quantization scales but not the exact logits.
+  bool neutralize_queries = true;
+  std::uint64_t seed = 0;
+};
+
+struct massive_activation_record {
+  std::vector<std::size_t> tokens;
+  std::vector<std::size_t> channels;
+  double median_abs_k = 0.0, median_abs_v = 0.0;  // medians before injection
+  float value_k = 0.0f, value_v = 0.0f;           // the values written (0 when not applied)
+  bool keys = false, values = false, neutralized = false;
+};
+
+inline std::vector<std::size_t> massive_channels(const massive_activation_config& c, std::size_t d,
+                                                 std::uint32_t head = 0,
+                                                 const std::vector<std::size_t>& avoid = {}) {
+  if (!c.channels.empty()) return c.channels;
+  return choose_channels(c.random_count, d, counter_rng{c.seed, make_stream(stream_kind::massive, head)}, avoid);
+}
+
+inline massive_activation_record inject_massive_activations(const std::vector<matrix_f*>& queries, matrix_f& K,
+                                                            matrix_f& V, const massive_activation_config& c,
+                                                            std::uint32_t head = 0,
+                                                            const std::vector<std::size_t>& avoid_channels = {}) {
+  const char* where = "kvq::inject::inject_massive_activations";
+  if (K.rows() != V.rows() || K.cols() != V.cols())
+    detail::fail(where, detail::shape_of("K", K) + " but " + detail::shape_of("V", V));
+  const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
+  massive_activation_record r;
+  r.tokens = c.tokens;
+  for (std::size_t t : r.tokens)
+    if (t >= n) detail::fail(where, "token " + std::to_string(t) + " out of range for " + std::to_string(n) + " tokens");
+  r.channels = massive_channels(c, d, head, avoid_channels);
+  detail::channel_mask(d, r.channels, where);
+  if (!(c.factor > 0.0)) detail::fail(where, "factor must be > 0");
+  r.keys = c.keys;
+  r.values = c.values;
+  if (c.keys) {
+    r.median_abs_k = detail::median_abs(K);
+    r.value_k = static_cast<float>(static_cast<double>(c.sign) * c.factor * r.median_abs_k);
+    for (std::size_t t : r.tokens)
+      for (std::size_t ch : r.channels) K(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(ch)) = r.value_k;
+    if (c.neutralize_queries) {
+      for (matrix_f* q : queries) {
+        if (q == nullptr) continue;
+        if (q->cols() != K.cols()) detail::fail(where, detail::shape_of("Q", *q) + " but " + detail::shape_of("K", K));
+        for (Eigen::Index row = 0; row < q->rows(); ++row)
+          for (std::size_t ch : r.channels) (*q)(row, static_cast<Eigen::Index>(ch)) = 0.0f;
+      }
+      r.neutralized = true;
+    }
+  }
+  if (c.values) {
+    r.median_abs_v = detail::median_abs(V);
+    r.value_v = static_cast<float>(static_cast<double>(c.sign) * c.factor * r.median_abs_v);
+    for (std::size_t t : r.tokens)
+      for (std::size_t ch : r.channels) V(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(ch)) = r.value_v;
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Attention sinks
+//
+// Construction (exact in real arithmetic): a unit direction u, zero on the protected
+// channels, is drawn from `seed`. Every query gets u-component a (q += (a - q.u) u),
+// every non-sink key loses its u-component (k -= (k.u) u), and every sink key becomes
+// b u plus its own values on the protected channels, b = Delta sqrt(d) / a. Then a sink
+// logit is Delta + (protected-channel terms) for every query, and the background logits
+// have expectation 0: the sink-rest gap is Delta (exactly, when the protected channels
+// of the queries are zero, e.g. neutralized massive-activation channels; otherwise up to
+// the outlier-channel terms, which the record measures).
+
+struct sink_config {
+  std::size_t count = 1;          // sink tokens 0 .. count-1
+  double delta = 8.0;             // logit gap
+  double query_component = 0.0;   // a; 0: half the root-mean-square query norm
+  double value_scale = 1.0;       // sink values are multiplied by this (StreamingLLM sinks carry little)
+  std::vector<std::size_t> protected_channels;  // u is zero there; sink keys keep their values there
+  std::uint64_t seed = 0;
+};
+
+struct sink_record {
+  std::vector<std::size_t> tokens;
+  std::vector<double> direction;  // u
+  double query_component = 0.0;   // a
+  double key_component = 0.0;     // b
+  double delta = 0.0;             // requested gap
+  /// Achieved gap per query matrix and row: mean sink logit minus mean background logit
+  /// (double arithmetic on the final float data).
+  std::vector<std::vector<double>> gap;
+};
+
+/// Mean logit over all tokens except `skip` (sorted), for each query row, using the
+/// mean key (one O(n d) pass).
+inline std::vector<double> mean_background_logits(const matrix_f& Q, const matrix_f& K,
+                                                  const std::vector<bool>& skip) {
+  const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
+  std::vector<double> mean(d, 0.0);
+  std::size_t cnt = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    reduce::tree_accumulator<double> acc;
+    cnt = 0;
+    for (std::size_t t = 0; t < n; ++t)
+      if (!skip[t]) {
+        acc.push(static_cast<double>(K(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(j))));
+        ++cnt;
+      }
+    mean[j] = cnt ? acc.result() / static_cast<double>(cnt) : 0.0;
+  }
+  std::vector<double> out(static_cast<std::size_t>(Q.rows()));
+  const double rs = math::sqrt(static_cast<double>(d));
+  for (Eigen::Index r = 0; r < Q.rows(); ++r) out[static_cast<std::size_t>(r)] = detail::dot_fd(&Q(r, 0), mean.data(), d) / rs;
+  return out;
+}
+
+inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f& K, matrix_f* V,
+                                const sink_config& c, std::uint32_t head = 0) {
+  const char* where = "kvq::inject::inject_sinks";
+  detail::check_queries(queries, K, where);
+  const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
+  if (c.count == 0 || c.count >= n)
+    detail::fail(where, std::to_string(c.count) + " sink tokens for a context of " + std::to_string(n) +
+                            " (need 1 <= count < tokens)");
+  if (V != nullptr && (V->rows() != K.rows() || V->cols() != K.cols()))
+    detail::fail(where, detail::shape_of("K", K) + " but " + detail::shape_of("V", *V));
+  const std::vector<bool> prot = detail::channel_mask(d, c.protected_channels, where);
+  sink_record r;
+  for (std::size_t t = 0; t < c.count; ++t) r.tokens.push_back(t);
+  r.delta = c.delta;
+  // direction
+  const counter_rng rng{c.seed, make_stream(stream_kind::sink_direction, head)};
+  r.direction.assign(d, 0.0);
+  for (std::size_t j = 0; j < d; ++j) r.direction[j] = prot[j] ? 0.0 : rng.normal_double(j);
+  detail::normalize(r.direction, where);
+  const double* u = r.direction.data();
+  // a: half the rms query norm unless given
+  double a = c.query_component;
+  if (!(a > 0.0)) {
+    reduce::tree_accumulator<double> acc;
+    std::size_t rows = 0;
+    for (const matrix_f* q : queries)
+      for (Eigen::Index row = 0; row < q->rows(); ++row, ++rows) acc.push(detail::dot_ff(&(*q)(row, 0), &(*q)(row, 0), d));
+    a = 0.5 * math::sqrt(acc.result() / static_cast<double>(rows));
+    if (!(a > 0.0)) detail::fail(where, "queries are all zero; give sink_config::query_component");
+  }
+  r.query_component = a;
+  r.key_component = c.delta * math::sqrt(static_cast<double>(d)) / a;
+  // queries: set the u-component to a
+  for (matrix_f* q : queries) {
+    for (Eigen::Index row = 0; row < q->rows(); ++row) {
+      float* x = &(*q)(row, 0);
+      const double shift = a - detail::dot_fd(x, u, d);
+      for (std::size_t j = 0; j < d; ++j) x[j] = static_cast<float>(static_cast<double>(x[j]) + shift * u[j]);
+    }
+  }
+  // keys
+  for (std::size_t t = 0; t < n; ++t) {
+    float* k = &K(static_cast<Eigen::Index>(t), 0);
+    if (t < c.count) {
+      for (std::size_t j = 0; j < d; ++j)
+        if (!prot[j]) k[j] = static_cast<float>(r.key_component * u[j]);
+      if (V != nullptr && c.value_scale != 1.0) {
+        float* v = &(*V)(static_cast<Eigen::Index>(t), 0);
+        for (std::size_t j = 0; j < d; ++j) v[j] = static_cast<float>(static_cast<double>(v[j]) * c.value_scale);
+      }
+    } else {
+      const double p = detail::dot_fd(k, u, d);
+      for (std::size_t j = 0; j < d; ++j) k[j] = static_cast<float>(static_cast<double>(k[j]) - p * u[j]);
+    }
+  }
+  // measured gaps
+  std::vector<bool> skip(n, false);
+  for (std::size_t t = 0; t < c.count; ++t) skip[t] = true;
+  for (const matrix_f* q : queries) {
+    const std::vector<double> bg = mean_background_logits(*q, K, skip);
+    std::vector<double> g(static_cast<std::size_t>(q->rows()));
+    for (Eigen::Index row = 0; row < q->rows(); ++row) {
+      reduce::tree_accumulator<double> acc;
+      for (std::size_t t = 0; t < c.count; ++t) acc.push(detail::logit(&(*q)(row, 0), &K(static_cast<Eigen::Index>(t), 0), d));
+      g[static_cast<std::size_t>(row)] = acc.result() / static_cast<double>(c.count) - bg[static_cast<std::size_t>(row)];
+    }
+    r.gap.push_back(std::move(g));
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// Needles / citation spans
+//
+// For a needle (span [position, position + length) for query row `row` of query matrix
+// `query`): the background is every token outside all needle spans and outside
+// `exclude_tokens` (the sinks); target = max (or mean) background logit + margin. The
+// direction z is the query with the protected channels zeroed and the `avoid_direction`
+// (the sink direction) projected out, normalised; each span key gets
+// k += c_t z with c_t = (target sqrt(d) - q.k) / (q.z), so q.k / sqrt(d) = target.
+
+struct needle_spec {
+  std::size_t position = 0;
+  std::size_t length = 1;
+  std::size_t query = 0;  // index into the query matrices passed (scenario: the global query head)
+  std::size_t row = 0;    // query row
+  double margin = 2.0;    // delta, in logits
+  bool relative_to_max = true;  // margin over the background maximum (else the mean)
+};
+
+struct needle_config {
+  std::vector<needle_spec> needles;
+  std::vector<std::size_t> protected_channels;
+  std::vector<double> avoid_direction;  // e.g. sink_record::direction (empty: none)
+  std::vector<std::size_t> exclude_tokens;  // e.g. sink_record::tokens
+};
+
+struct needle_entry {
+  needle_spec spec;
+  std::vector<std::size_t> tokens;  // position .. position + length - 1
+  double background_max = 0.0, background_mean = 0.0;
+  double target_logit = 0.0;
+  std::vector<double> achieved_logit;  // per span token, after injection
+};
+
+struct needle_record {
+  std::vector<needle_entry> entries;
+  /// Needle token indices per query matrix and row (sorted, unique): what the metrics
+  /// look at for that query.
+  std::vector<std::vector<std::vector<std::size_t>>> tokens;
+
+  const std::vector<std::size_t>& tokens_for(std::size_t query, std::size_t row) const {
+    static const std::vector<std::size_t> none;
+    if (query >= tokens.size() || row >= tokens[query].size()) return none;
+    return tokens[query][row];
+  }
+};
+
+inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matrix_f& K, const needle_config& c) {
+  const char* where = "kvq::inject::inject_needles";
+  detail::check_queries(queries, K, where);
+  const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
+  const std::vector<bool> prot = detail::channel_mask(d, c.protected_channels, where);
+  if (!c.avoid_direction.empty() && c.avoid_direction.size() != d)
+    detail::fail(where, "avoid_direction has " + std::to_string(c.avoid_direction.size()) + " entries, head_dim is " +
+                            std::to_string(d));
+  needle_record rec;
+  rec.tokens.resize(queries.size());
+  for (std::size_t i = 0; i < queries.size(); ++i) rec.tokens[i].resize(static_cast<std::size_t>(queries[i]->rows()));
+  std::vector<bool> skip(n, false);
+  for (std::size_t t : c.exclude_tokens) {
+    if (t >= n) detail::fail(where, "excluded token " + std::to_string(t) + " out of range");
+    skip[t] = true;
+  }
+  for (const needle_spec& s : c.needles) {
+    if (s.length == 0 || s.position >= n || s.length > n - s.position)
+      detail::fail(where, "needle span [" + std::to_string(s.position) + ", " + std::to_string(s.position + s.length) +
+                              ") outside the context of " + std::to_string(n) + " tokens");
+    if (s.query >= queries.size() || s.row >= static_cast<std::size_t>(queries[s.query]->rows()))
+      detail::fail(where, "needle query " + std::to_string(s.query) + " row " + std::to_string(s.row) + " does not exist");
+    for (std::size_t t = s.position; t < s.position + s.length; ++t) skip[t] = true;
+  }
+  const double rs = math::sqrt(static_cast<double>(d));
+  for (const needle_spec& s : c.needles) {
+    needle_entry e;
+    e.spec = s;
+    const float* q = &(*queries[s.query])(static_cast<Eigen::Index>(s.row), 0);
+    // background statistics for this query
+    double mx = -math::detail::inf_d();
+    reduce::tree_accumulator<double> acc;
+    std::size_t cnt = 0;
+    for (std::size_t t = 0; t < n; ++t) {
+      if (skip[t]) continue;
+      const double l = detail::logit(q, &K(static_cast<Eigen::Index>(t), 0), d);
+      mx = std::max(mx, l);
+      acc.push(l);
+      ++cnt;
+    }
+    if (cnt == 0) detail::fail(where, "no background tokens left");
+    e.background_max = mx;
+    e.background_mean = acc.result() / static_cast<double>(cnt);
+    e.target_logit = (s.relative_to_max ? e.background_max : e.background_mean) + s.margin;
+    // direction
+    std::vector<double> z(d);
+    for (std::size_t j = 0; j < d; ++j) z[j] = prot[j] ? 0.0 : static_cast<double>(q[j]);
+    if (!c.avoid_direction.empty()) {
+      const double p = reduce::tree_dot<double>(z.data(), c.avoid_direction.data(), d);
+      for (std::size_t j = 0; j < d; ++j) z[j] -= p * c.avoid_direction[j];
+    }
+    detail::normalize(z, where);
+    const double qz = detail::dot_fd(q, z.data(), d);
+    if (!(qz > 0.0)) detail::fail(where, "query has no usable component for the needle direction");
+    for (std::size_t t = s.position; t < s.position + s.length; ++t) {
+      float* k = &K(static_cast<Eigen::Index>(t), 0);
+      const double ct = (e.target_logit * rs - detail::dot_ff(q, k, d)) / qz;
+      for (std::size_t j = 0; j < d; ++j) k[j] = static_cast<float>(static_cast<double>(k[j]) + ct * z[j]);
+      e.tokens.push_back(t);
+    }
+    auto& list = rec.tokens[s.query][s.row];
+    list.insert(list.end(), e.tokens.begin(), e.tokens.end());
+    std::sort(list.begin(), list.end());
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+    rec.entries.push_back(std::move(e));
+  }
+  // achieved logits after all needles (later spans may touch earlier queries' logits)
+  for (needle_entry& e : rec.entries) {
+    const float* q = &(*queries[e.spec.query])(static_cast<Eigen::Index>(e.spec.row), 0);
+    for (std::size_t t : e.tokens) e.achieved_logit.push_back(detail::logit(q, &K(static_cast<Eigen::Index>(t), 0), d));
+  }
+  return rec;
+}
+
+}  // namespace inject
+}  // namespace kvq

@@ -1,0 +1,116 @@
+// kvq/inject/rope.hpp — rotary position embedding (RoPE, Su et al. 2021) for keys and
+// queries, with a chosen base (10^4 for Llama-2, 5*10^5 for Llama-3, ...).
+//
+// The float32 recipe of Hugging Face transformers (modeling_rope_utils.py,
+// _compute_default_rope_parameters and LlamaRotaryEmbedding), with kvq's own pow/cos/sin:
+//   inv_freq[i] = 1.0f / pow(base, float(2i) / float(rotary_dim))    i < rotary_dim / 2
+//     (pow evaluated as exp(e * log(base)) in double and rounded once to float)
+//   angle       = float(position) * inv_freq[i]                     (float product)
+//   c, s        = kvq::math::cos(angle), kvq::math::sin(angle)      (float, <= 1 ulp)
+//   (x, y)     -> (x*c - y*s, y*c + x*s)                             (float, no fma)
+// Pairs: style::half pairs channel i with i + rotary_dim/2 (Llama/NeoX "rotate_half");
+// style::interleaved pairs 2i with 2i+1 (GPT-J). Channels >= rotary_dim are untouched
+// (partial rotary).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <kvq/config.hpp>
+#include <kvq/attention/math.hpp>
+#include <kvq/inject/types.hpp>
+
+namespace kvq {
+namespace inject {
+
+enum class rope_style { half, interleaved };
+
+struct rope_config {
+  double base = 10000.0;
+  rope_style style = rope_style::half;
+  std::size_t rotary_dim = 0;  // 0: the whole head dimension (must be even)
+};
+
+/// inv_freq[i] for pair i (float, as in the HF recipe).
+KVQ_HD inline float rope_inv_freq(std::size_t pair, std::size_t rotary_dim, float base) {
+  const float e = static_cast<float>(2 * pair) / static_cast<float>(rotary_dim);
+  const double p = math::exp(static_cast<double>(e) * math::log(static_cast<double>(base)));
+  return 1.0f / static_cast<float>(p);
+}
+
+/// Rotates one row x[0..head_dim) for `position`, given inv_freq[0..rotary_dim/2).
+KVQ_HD inline void rope_rotate_row(float* x, std::size_t rotary_dim, std::size_t position, const float* inv_freq,
+                                   rope_style style) {
+  const std::size_t half = rotary_dim / 2;
+  const float pos = static_cast<float>(position);
+  for (std::size_t i = 0; i < half; ++i) {
+    const float angle = pos * inv_freq[i];
+    float s = 0.0f, c = 0.0f;
+    math::sincos(angle, s, c);
+    const std::size_t a = style == rope_style::half ? i : 2 * i;
+    const std::size_t b = style == rope_style::half ? i + half : 2 * i + 1;
+    const float xa = x[a], xb = x[b];
+    const float ca = xa * c, sb = xb * s, cb = xb * c, sa = xa * s;
+    x[a] = ca - sb;
+    x[b] = cb + sa;
+  }
+}
+
+/// What apply_rope did (kept in the scenario records).
+struct rope_record {
+  double base = 0.0;
+  rope_style style = rope_style::half;
+  std::size_t rotary_dim = 0;
+  std::vector<float> inv_freq;
+};
+
+inline std::vector<float> rope_inv_freqs(std::size_t rotary_dim, double base) {
+  std::vector<float> f(rotary_dim / 2);
+  for (std::size_t i = 0; i < f.size(); ++i) f[i] = rope_inv_freq(i, rotary_dim, static_cast<float>(base));
+  return f;
+}
+
+inline std::size_t checked_rotary_dim(const matrix_f& m, const rope_config& c) {
+  const std::size_t d = static_cast<std::size_t>(m.cols());
+  const std::size_t r = c.rotary_dim == 0 ? d : c.rotary_dim;
+  if (r == 0 || r % 2 != 0 || r > d)
+    detail::fail("kvq::inject::apply_rope",
+                 "rotary_dim " + std::to_string(r) + " must be even, positive and <= head_dim " + std::to_string(d));
+  if (!(c.base > 1.0)) detail::fail("kvq::inject::apply_rope", "base must be > 1");
+  return r;
+}
+
+/// Rotates row r of m for position positions[r].
+inline rope_record apply_rope(matrix_f& m, const std::vector<std::size_t>& positions, const rope_config& c,
+                              unsigned threads = 1) {
+  const std::size_t r = checked_rotary_dim(m, c);
+  if (positions.size() != static_cast<std::size_t>(m.rows()))
+    detail::fail("kvq::inject::apply_rope", detail::shape_of("matrix", m) + " but " +
+                                                std::to_string(positions.size()) + " positions given");
+  rope_record rec{c.base, c.style, r, rope_inv_freqs(r, c.base)};
+  const std::size_t rows = static_cast<std::size_t>(m.rows()), cols = static_cast<std::size_t>(m.cols());
+  auto work = [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t i = r0; i < r1; ++i) rope_rotate_row(m.data() + i * cols, r, positions[i], rec.inv_freq.data(), c.style);
+  };
+  if (threads <= 1 || rows < 2 * threads) {
+    work(0, rows);
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, rows * t / threads, rows * (t + 1) / threads);
+    for (auto& th : pool) th.join();
+  }
+  return rec;
+}
+
+/// Rotates row r of m for position first_position + r (keys: first_position = 0).
+inline rope_record apply_rope(matrix_f& m, std::size_t first_position, const rope_config& c, unsigned threads = 1) {
+  std::vector<std::size_t> pos(static_cast<std::size_t>(m.rows()));
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = first_position + i;
+  return apply_rope(m, pos, c, threads);
+}
+
+}  // namespace inject
+}  // namespace kvq
