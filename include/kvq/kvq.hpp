@@ -4,3 +4,4 @@
 
 #include <kvq/config.hpp>
 #include <kvq/format.hpp>
+#include <kvq/block.hpp>

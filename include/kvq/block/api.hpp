@@ -1,0 +1,248 @@
+// kvq/block/api.hpp — the generic quantize/dequantize over any block scheme.
+//
+// Buffer layout (what a GPU kernel author compares against), for n input elements
+// in blocks of B = scheme.block_size() consecutive elements (row-major tensors whose
+// row length is a multiple of B are the same thing: block b = row r, column block c at
+// b = r * (cols / B) + c):
+//   codes   packed_bytes(n, storage_bits) bytes; block b occupies bytes
+//           [b*B*bits/8, (b+1)*B*bits/8): e2m1/INT4 two per byte with element 2i in the LOW
+//           nibble, INT2 four per byte from bit 0, e4m3/e5m2/FP6/INT8 one byte per element.
+//   scales  one per block, row-major: a code byte (NVFP4: e4m3 with sign 0; MX: ue8m0) or
+//           an fp32 value (per-token-head, KIVI); none for per-tensor FP8.
+//   zeros   one fp32 zero point per block (KIVI: the group minimum), else none.
+//   tensor  one fp32 value whose meaning is scheme.tensor (TE: amax; vLLM: k_scale;
+//           torchao two-level: per_tensor_scale), else unused.
+//
+// Two levels:
+//  - quantize_block_fn / dequantize_block_fn: unchecked per-block functors on raw
+//    pointers, KVQ_HD, no allocation; wrap them in thrust::for_each over block indices.
+//  - quantize / dequantize: checked host entry points; on bad sizes they throw
+//    std::invalid_argument naming the sizes and write nothing.
+//  - quantized_tensor<S>: an owning host container with exact memory accounting.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <kvq/block/io16.hpp>
+#include <kvq/block/pack.hpp>
+#include <kvq/block/scheme.hpp>
+#include <kvq/config.hpp>
+
+namespace kvq {
+namespace block {
+
+/// Storage sizes of n elements under scheme s (n must be a multiple of the block size).
+struct buffer_sizes {
+  std::size_t elements = 0, blocks = 0, code_bytes = 0, scales = 0, zeros = 0;
+  std::size_t scale_bytes = 0, zero_bytes = 0, tensor_bytes = 0;
+  /// Every byte the quantized tensor holds: codes + scales + zero points + tensor value.
+  constexpr std::size_t total_bytes() const noexcept { return code_bytes + scale_bytes + zero_bytes + tensor_bytes; }
+};
+
+template <class S>
+KVQ_HD constexpr buffer_sizes sizes_of(const S& s, std::size_t n) noexcept {
+  buffer_sizes z;
+  const std::size_t bs = s.block_size();
+  z.elements = n;
+  z.blocks = bs ? n / bs : 0;
+  z.code_bytes = packed_bytes(n, S::storage_bits);
+  z.scales = S::scale_bytes ? z.blocks : 0;
+  z.zeros = S::has_zero_point ? z.blocks : 0;
+  z.scale_bytes = z.scales * static_cast<std::size_t>(S::scale_bytes);
+  z.zero_bytes = z.zeros * sizeof(float);
+  z.tensor_bytes = S::tensor == tensor_kind::none ? 0 : sizeof(float);
+  return z;
+}
+
+/// Average stored bits per element for long tensors (scale overhead included,
+/// the single tensor value excluded), e.g. 4.5 for NVFP4, 4.25 for MXFP4.
+template <class S>
+constexpr double bits_per_value(const S& s) noexcept {
+  const double bs = static_cast<double>(s.block_size());
+  return static_cast<double>(S::storage_bits) + 8.0 * static_cast<double>(S::scale_bytes) / bs +
+         (S::has_zero_point ? 32.0 / bs : 0.0);
+}
+
+/// Tensor amax under a NaN rule (max is exact, so the order does not matter).
+template <class In = f32_input>
+KVQ_HD inline float tensor_amax(const typename In::storage* x, std::size_t n, amax_nan rule) noexcept {
+  return block_amax<In>(x, n, rule);
+}
+
+// ----------------------------------------------------------------------------- functors
+template <class S, class In = f32_input>
+struct quantize_block_fn {
+  S scheme;
+  typename S::params params;
+  const typename In::storage* x;
+  std::uint8_t* codes;
+  typename S::scale_type* scales;  // may be null when S::scale_bytes == 0
+  float* zeros;                    // may be null unless S::has_zero_point
+  KVQ_HD void operator()(std::size_t b) const noexcept {
+    const std::size_t bs = scheme.block_size();
+    typename S::scale_type scale_tmp{};
+    float zero_tmp = 0.0f;
+    scheme.template quantize_block<In>(x + b * bs, params, codes + b * bs * S::storage_bits / 8,
+                                       scales ? scales + b : &scale_tmp, zeros ? zeros + b : &zero_tmp);
+  }
+};
+
+template <class S>
+struct dequantize_block_fn {
+  S scheme;
+  typename S::params params;
+  const std::uint8_t* codes;
+  const typename S::scale_type* scales;
+  const float* zeros;
+  float* out;
+  KVQ_HD void operator()(std::size_t b) const noexcept {
+    const std::size_t bs = scheme.block_size();
+    scheme.dequantize_block(codes + b * bs * S::storage_bits / 8, scales ? scales[b] : typename S::scale_type{},
+                            zeros ? zeros[b] : 0.0f, params, out + b * bs);
+  }
+};
+
+// ----------------------------------------------------------------------------- checked API
+namespace detail {
+template <class S>
+inline void check_sizes(const char* fn, const S& s, std::size_t n, std::size_t code_bytes, std::size_t n_scales,
+                        bool scales_null, std::size_t n_zeros, bool zeros_null) {
+  const std::size_t bs = s.block_size();
+  const std::string who = std::string("kvq::block::") + fn + "(" + S::name + "): ";
+  if (bs == 0) throw std::invalid_argument(who + "block size is 0");
+  if (n % bs != 0)
+    throw std::invalid_argument(who + "length " + std::to_string(n) + " is not a multiple of the block size " +
+                                std::to_string(bs));
+  const buffer_sizes z = sizes_of(s, n);
+  if (code_bytes < z.code_bytes)
+    throw std::invalid_argument(who + "codes buffer holds " + std::to_string(code_bytes) + " bytes, " +
+                                std::to_string(z.code_bytes) + " needed for " + std::to_string(n) + " elements");
+  if (z.scales && (scales_null || n_scales < z.scales))
+    throw std::invalid_argument(who + "scales buffer holds " + std::to_string(scales_null ? 0 : n_scales) +
+                                " scales, " + std::to_string(z.scales) + " needed for " + std::to_string(z.blocks) +
+                                " blocks");
+  if (z.zeros && (zeros_null || n_zeros < z.zeros))
+    throw std::invalid_argument(who + "zero-point buffer holds " + std::to_string(zeros_null ? 0 : n_zeros) +
+                                " values, " + std::to_string(z.zeros) + " needed for " + std::to_string(z.blocks) +
+                                " blocks");
+}
+}  // namespace detail
+
+/// Quantize n elements. Returns the tensor value used (computed from the data or the
+/// given one; 1 for schemes without one). Throws std::invalid_argument, writing nothing,
+/// if n is not a multiple of the block size or a buffer is too small.
+template <class S, class In = f32_input>
+float quantize(const S& s, const typename In::storage* x, std::size_t n, tensor_value tv, std::uint8_t* codes,
+               std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales, float* zeros = nullptr,
+               std::size_t n_zeros = 0) {
+  detail::check_sizes("quantize", s, n, code_bytes, n_scales, scales == nullptr, n_zeros, zeros == nullptr);
+  if (n > 0 && x == nullptr) throw std::invalid_argument(std::string("kvq::block::quantize(") + S::name + "): input is null");
+  float t = 1.0f;
+  if (S::tensor != tensor_kind::none)
+    t = tv.from_data ? S::tensor_value_from_amax(tensor_amax<In>(x, n, S::tensor_amax_rule)) : tv.value;
+  const quantize_block_fn<S, In> f{s, S::prepare(t), x, codes, S::scale_bytes ? scales : nullptr,
+                                   S::has_zero_point ? zeros : nullptr};
+  const std::size_t nb = n / s.block_size();
+  for (std::size_t b = 0; b < nb; ++b) f(b);
+  return t;
+}
+
+/// Row-major rows x cols tensor: cols must be a multiple of the block size.
+template <class S, class In = f32_input>
+float quantize_rows(const S& s, const typename In::storage* x, std::size_t rows, std::size_t cols, tensor_value tv,
+                    std::uint8_t* codes, std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales,
+                    float* zeros = nullptr, std::size_t n_zeros = 0) {
+  if (s.block_size() == 0 || cols % s.block_size() != 0)
+    throw std::invalid_argument(std::string("kvq::block::quantize_rows(") + S::name + "): row length " +
+                                std::to_string(cols) + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
+                                ") is not a multiple of the block size " + std::to_string(s.block_size()));
+  return quantize<S, In>(s, x, rows * cols, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros);
+}
+
+/// Dequantize n elements into out (n_out >= n). Same checks as quantize.
+template <class S>
+void dequantize(const S& s, const std::uint8_t* codes, std::size_t code_bytes, const typename S::scale_type* scales,
+                std::size_t n_scales, const float* zeros, std::size_t n_zeros, float tensor_val, float* out,
+                std::size_t n) {
+  detail::check_sizes("dequantize", s, n, code_bytes, n_scales, scales == nullptr, n_zeros, zeros == nullptr);
+  if (n > 0 && out == nullptr) throw std::invalid_argument(std::string("kvq::block::dequantize(") + S::name + "): output is null");
+  const dequantize_block_fn<S> f{s, S::prepare(S::tensor == tensor_kind::none ? 1.0f : tensor_val), codes,
+                                 S::scale_bytes ? scales : nullptr, S::has_zero_point ? zeros : nullptr, out};
+  const std::size_t nb = n / s.block_size();
+  for (std::size_t b = 0; b < nb; ++b) f(b);
+}
+
+// ----------------------------------------------------------------------------- owning container
+/// A quantized 1-D tensor (or row-major matrix flattened) held on the host.
+template <class S>
+class quantized_tensor {
+ public:
+  using scheme_type = S;
+  using scale_type = typename S::scale_type;
+
+  explicit quantized_tensor(S s = S{}) : scheme_(s) {}
+
+  /// Quantize x[0..n). Throws std::invalid_argument (leaving *this unchanged) on a bad n.
+  template <class In = f32_input>
+  void assign(const typename In::storage* x, std::size_t n, tensor_value tv = tensor_value::computed()) {
+    const buffer_sizes z = checked_sizes(n);
+    std::vector<std::uint8_t> c(z.code_bytes);
+    std::vector<scale_type> sc(z.scales);
+    std::vector<float> zr(z.zeros);
+    const float t = quantize<S, In>(scheme_, x, n, tv, c.data(), c.size(), sc.data(), sc.size(), zr.data(), zr.size());
+    codes_.swap(c);
+    scales_.swap(sc);
+    zeros_.swap(zr);
+    n_ = n;
+    tensor_value_ = t;
+  }
+
+  void dequantize(float* out, std::size_t n_out) const {
+    if (n_out < n_)
+      throw std::invalid_argument(std::string("kvq::block::quantized_tensor(") + S::name + ")::dequantize: output holds " +
+                                  std::to_string(n_out) + " values, " + std::to_string(n_) + " needed");
+    block::dequantize(scheme_, codes_.data(), codes_.size(), scales_.data(), scales_.size(), zeros_.data(),
+                      zeros_.size(), tensor_value_, out, n_);
+  }
+  std::vector<float> dequantize() const {
+    std::vector<float> out(n_);
+    dequantize(out.data(), out.size());
+    return out;
+  }
+
+  std::size_t size() const noexcept { return n_; }
+  const S& scheme() const noexcept { return scheme_; }
+  const std::vector<std::uint8_t>& codes() const noexcept { return codes_; }
+  const std::vector<scale_type>& scales() const noexcept { return scales_; }
+  const std::vector<float>& zeros() const noexcept { return zeros_; }
+  float tensor_value() const noexcept { return tensor_value_; }
+
+  /// Bytes held: codes + scales + zero points + the tensor value (if the scheme has one).
+  std::size_t memory_bytes() const noexcept {
+    return codes_.size() + scales_.size() * static_cast<std::size_t>(S::scale_bytes) + zeros_.size() * sizeof(float) +
+           (S::tensor == tensor_kind::none ? 0u : sizeof(float));
+  }
+
+ private:
+  buffer_sizes checked_sizes(std::size_t n) const {
+    if (scheme_.block_size() == 0 || n % scheme_.block_size() != 0)
+      throw std::invalid_argument(std::string("kvq::block::quantized_tensor(") + S::name + ")::assign: length " +
+                                  std::to_string(n) + " is not a multiple of the block size " +
+                                  std::to_string(scheme_.block_size()));
+    return sizes_of(scheme_, n);
+  }
+
+  S scheme_;
+  std::vector<std::uint8_t> codes_;
+  std::vector<scale_type> scales_;
+  std::vector<float> zeros_;
+  std::size_t n_ = 0;
+  float tensor_value_ = 1.0f;
+};
+
+}  // namespace block
+}  // namespace kvq

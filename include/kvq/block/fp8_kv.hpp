@@ -1,0 +1,163 @@
+// kvq/block/fp8_kv.hpp — FP8 / INT8 KV-cache recipes as vLLM stores them.
+//
+// fp8_per_tensor<Elem, Instr> — vLLM `kv_cache_dtype=fp8|fp8_e4m3|fp8_e5m2`
+//   csrc/quantization/fp8/nvidia/quant_utils.cuh scaled_vec_conversion:
+//     q = __nv_cvt_float_to_fp8(float(x) / scale, __NV_SATFINITE, fmt)
+//   (IEEE division with nvcc's default -prec-div; the Triton store path
+//   vllm/v1/attention/ops/triton_reshape_and_cache_flash.py divides with Triton's fp32
+//   division: use a hardware instruction model there). Dequantize: float(q) * scale
+//   (fp8 -> half -> float is exact). One fp32 tensor value (k_scale / v_scale), no block
+//   scales. Per-head scales are this recipe applied per head with that head's scale
+//   (the KV layer does that). The scale is 1.0 by default, or calibrated once from the
+//   first batch and frozen (vllm attention layer calc_kv_scales):
+//     k_scale = amax(|K|) / K_SCALE_CONSTANT (200), v_scale = amax(|V|) / V_SCALE_CONSTANT (100)
+//   where the divisor is a CPU scalar tensor, so PyTorch's CUDA kernel computes
+//   amax * fp32(1/200) (aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu): vllm_calibrated_scale.
+//   Bad input: scale 0 divides into ±Inf (-> ±max) and 0/0 = NaN (-> NaN code); NaN x -> NaN code
+//   (e4m3 0x7F); Inf x -> ±max.
+//
+// per_token_head<Elem, Instr> — vLLM `kv_cache_dtype=fp8_per_token_head|int8_per_token_head`
+//   vllm/v1/attention/ops/triton_reshape_and_cache_flash.py _reshape_cache_per_token_head:
+//     scale = max(amax(|x| over head_size) / QUANT_MAX, 1e-6)     (fp32, Triton division)
+//     q     = clamp(x * (1.0 / scale), QUANT_MIN, QUANT_MAX) stored to the cache dtype
+//   QUANT_MAX/MIN: e4m3 ±448, int8 127/-128. The store casts: fp8 round to nearest even;
+//   int8 by Triton's float->int conversion, which truncates toward zero (fptosi).
+//   One fp32 scale per (token, head) block of head_dim elements. Dequantize: q * scale.
+//   Triton's tl.max / tl.maximum ignore NaN, so a NaN never sets the scale; an all-zero
+//   head gets scale 1e-6 and codes 0; NaN elements store NaN (fp8) or 0 (int8).
+//   Both divisions are Triton's fp32 division, so this recipe is exact only once a
+//   hardware instruction model for it exists.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <kvq/block/instr.hpp>
+#include <kvq/block/io16.hpp>
+#include <kvq/block/scheme.hpp>
+#include <kvq/config.hpp>
+#include <kvq/format.hpp>
+
+namespace kvq {
+namespace block {
+
+/// Element tag for signed 8-bit integer codes (two's complement byte).
+struct int8_element {
+  static constexpr int bits = 8;
+};
+
+/// vLLM first-batch calibration: amax * fp32(1/divisor) (K: 200, V: 100).
+KVQ_HD inline float vllm_calibrated_scale(float amax, float divisor) noexcept {
+  const float inv = 1.0f / divisor;
+  return amax * inv;
+}
+inline constexpr float vllm_k_scale_constant = 200.0f;
+inline constexpr float vllm_v_scale_constant = 100.0f;
+
+template <class Elem = fmt::e4m3, class Instr = instr::ieee>
+struct fp8_per_tensor {
+  using element_format = format_of_t<Elem>;
+  using scale_type = std::uint8_t;  // unused: no block scales
+  using instruction_model = Instr;
+  static constexpr int storage_bits = 8;
+  static constexpr int scale_bytes = 0;
+  static constexpr bool has_zero_point = false;
+  static constexpr tensor_kind tensor = tensor_kind::decode_scale;
+  static constexpr exactness exact = exactness::bit_exact;
+  static constexpr amax_nan tensor_amax_rule = amax_nan::propagate;
+  static constexpr const char* name = "fp8_per_tensor_vllm";
+  static constexpr const char* source =
+      "vLLM csrc/quantization/fp8/nvidia/quant_utils.cuh (scaled_vec_conversion); calc_kv_scales";
+
+  KVQ_HD constexpr std::size_t block_size() const noexcept { return 1; }
+  struct params {
+    float scale;
+  };
+  /// vLLM's calibrated k_scale for a first-batch amax (use vllm_v_scale_constant for V).
+  KVQ_HD static float tensor_value_from_amax(float amax) noexcept {
+    return vllm_calibrated_scale(amax, vllm_k_scale_constant);
+  }
+  KVQ_HD static constexpr params prepare(float scale) noexcept { return {scale}; }
+
+  template <class In>
+  KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes, scale_type*,
+                             float*) const noexcept {
+    codes[0] = kvq::encode<element_format>(Instr::div(In::load(x[0]), p.scale), rounding::nearest_even,
+                                           overflow::satfinite);
+  }
+  KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type, float, const params& p, float* out) const noexcept {
+    out[0] = kvq::decode<element_format, float>(codes[0]) * p.scale;
+  }
+};
+
+template <class Elem = fmt::e4m3, class Instr = instr::ieee>
+struct per_token_head {
+  static constexpr bool is_int8 = std::is_same<Elem, int8_element>::value;
+  using element_format = typename std::conditional<is_int8, int8_element, format_of_t<Elem>>::type;
+  using scale_type = float;
+  using instruction_model = Instr;
+  static constexpr int storage_bits = 8;
+  static constexpr int scale_bytes = 4;
+  static constexpr bool has_zero_point = false;
+  static constexpr tensor_kind tensor = tensor_kind::none;
+  static constexpr exactness exact = exactness::needs_instruction_model;
+  static constexpr amax_nan tensor_amax_rule = amax_nan::ignore;
+  static constexpr const char* name = is_int8 ? "int8_per_token_head_vllm" : "fp8_per_token_head_vllm";
+  static constexpr const char* source =
+      "vLLM vllm/v1/attention/ops/triton_reshape_and_cache_flash.py (_reshape_cache_per_token_head)";
+
+  /// Elements per (token, head): the head dimension.
+  std::size_t head_dim = 128;
+  KVQ_HD constexpr std::size_t block_size() const noexcept { return head_dim; }
+
+  static constexpr float quant_max = is_int8 ? 127.0f : 448.0f;
+  static constexpr float quant_min = is_int8 ? -128.0f : -448.0f;
+
+  struct params {};
+  KVQ_HD static constexpr float tensor_value_from_amax(float) noexcept { return 1.0f; }
+  KVQ_HD static constexpr params prepare(float) noexcept { return {}; }
+
+  template <class In>
+  KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
+                             float*) const noexcept {
+    const float amax = block_amax<In>(x, head_dim, amax_nan::ignore);
+    const float s = detail::fmax_ign(Instr::div(amax, quant_max), 1e-6f);
+    *scale = s;
+    const float inv = Instr::div(1.0f, s);
+    for (std::size_t i = 0; i < head_dim; ++i) {
+      float v = In::load(x[i]) * inv;
+      if (!detail::is_nan(v)) v = v < quant_min ? quant_min : (v > quant_max ? quant_max : v);
+      if (is_int8) {
+        codes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(detail::cvt_rzi_s32(v)));
+      } else {
+        codes[i] = encode_elem(v);
+      }
+    }
+  }
+
+  KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float, const params&,
+                               float* out) const noexcept {
+    for (std::size_t i = 0; i < head_dim; ++i) out[i] = code_value(codes[i]) * scale;
+  }
+
+  KVQ_HD static float code_value(std::uint8_t c) noexcept {
+    if constexpr (is_int8) {
+      return static_cast<float>(static_cast<std::int8_t>(c));
+    } else {
+      return kvq::decode<element_format, float>(c);
+    }
+  }
+
+ private:
+  KVQ_HD static std::uint8_t encode_elem(float v) noexcept {
+    if constexpr (is_int8) {
+      return 0;
+    } else {
+      return kvq::encode<element_format>(v, rounding::nearest_even, overflow::satfinite);
+    }
+  }
+};
+
+}  // namespace block
+}  // namespace kvq
