@@ -51,10 +51,10 @@ struct layout {
   int ebits, mbits, bias;
   sp special;
   bool subnormals;
-  int bits() const { return (is_signed ? 1 : 0) + ebits + mbits; }
-  unsigned code_count() const { return 1u << bits(); }
-  unsigned sign_mask() const { return is_signed ? 1u << (ebits + mbits) : 0u; }
-  unsigned mag_mask() const { return (1u << (ebits + mbits)) - 1u; }
+  constexpr int bits() const { return (is_signed ? 1 : 0) + ebits + mbits; }
+  constexpr unsigned code_count() const { return 1u << bits(); }
+  constexpr unsigned sign_mask() const { return is_signed ? 1u << (ebits + mbits) : 0u; }
+  constexpr unsigned mag_mask() const { return (1u << (ebits + mbits)) - 1u; }
 };
 
 inline constexpr layout L_e4m3{"e4m3", true, 4, 3, 7, sp::finite_nan, true};
