@@ -66,6 +66,14 @@ KVQ_HD inline double fma_d(double a, double b, double c) {
 #endif
 }
 
+KVQ_HD inline float fma_f(float a, float b, float c) {
+#if KVQ_DEVICE_PASS
+  return ::fmaf(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+
 KVQ_HD inline double sqrt_d(double x) {
 #if KVQ_DEVICE_PASS
   return ::sqrt(x);  // IEEE correctly rounded (nvcc default -prec-sqrt=true)

@@ -1,0 +1,13 @@
+// kvq/attention.hpp — umbrella header of the attention layer: deterministic math and
+// reductions, bf16 rounding, Hadamard rotation, per-query kernels (double reference,
+// storage-only emulation, FlashAttention-3 FP8), the host paths and the query driver.
+#pragma once
+
+#include <kvq/attention/math.hpp>
+#include <kvq/attention/reduce.hpp>
+#include <kvq/attention/rounding.hpp>
+#include <kvq/attention/hadamard.hpp>
+#include <kvq/attention/kernels.hpp>
+#include <kvq/attention/codec.hpp>
+#include <kvq/attention/variants.hpp>
+#include <kvq/attention/driver.hpp>

@@ -1,0 +1,244 @@
+// kvq/attention/variants.hpp — host-side attention paths over one head's K/V:
+//
+//   reference_attention        double precision (the high-precision path)
+//   storage_attention          K/V through a kv_codec (any storage scheme), then fp32 or
+//                              bf16 math; optional Hadamard rotation of the head dimension
+//   fa3_fp8_attention<F>       FlashAttention-3's FP8 forward: Q/K/V in F (e4m3 by default),
+//                              P scaled by 2^max_offset and cast to F, block-wise online
+//                              softmax, forward or reverse KV order; optional Hadamard
+//
+// Each path prepares its K/V once (O(n d) memory, copies owned by the object) and then
+// answers one query at a time with run(q, p, o, workspace): p receives the n attention
+// weights the path used, o the d outputs. Shapes are checked here (std::invalid_argument
+// naming them); the per-query kernels are kvq/attention/kernels.hpp.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <kvq/attention/codec.hpp>
+#include <kvq/attention/hadamard.hpp>
+#include <kvq/attention/kernels.hpp>
+#include <kvq/format/formats.hpp>
+#include <kvq/inject/types.hpp>
+
+namespace kvq {
+namespace attention {
+
+/// Per-thread scratch; grows on demand, reused across queries.
+struct workspace {
+  std::vector<double> d0, d1;
+  std::vector<float> f0, f1, f2, q;
+
+  template <class T>
+  static T* get(std::vector<T>& v, std::size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+  }
+};
+
+namespace detail {
+
+using inject::detail::fail;
+using inject::detail::shape_of;
+
+inline void check_kv(const char* where, const matrix_f& K, const matrix_f& V) {
+  if (K.rows() == 0) fail(where, "empty context: " + shape_of("K", K));
+  if (K.rows() == 1) fail(where, "context of a single token (need at least 2): " + shape_of("K", K));
+  if (K.cols() == 0) fail(where, "head_dim 0: " + shape_of("K", K));
+  if (K.rows() != V.rows() || K.cols() != V.cols())
+    fail(where, "mismatched shapes: " + shape_of("K", K) + ", " + shape_of("V", V));
+}
+
+inline void check_same_shape(const char* where, const char* what, const matrix_f& in, const matrix_f& out) {
+  if (in.rows() != out.rows() || in.cols() != out.cols())
+    fail(where, std::string("codec for ") + what + " returned " + shape_of("a matrix", out) + " for input " +
+                    shape_of(what, in));
+}
+
+inline rows_view<float> view(const matrix_f& m) {
+  return rows_view<float>{m.data(), static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols()),
+                          static_cast<std::size_t>(m.cols())};
+}
+
+inline matrix_f hadamard_rows(const matrix_f& m, const char* where) {
+  const std::size_t d = static_cast<std::size_t>(m.cols());
+  if (!is_pow2(d)) fail(where, "Hadamard rotation needs a power-of-two head_dim, got " + std::to_string(d));
+  matrix_f r = m;
+  for (Eigen::Index i = 0; i < r.rows(); ++i) hadamard_rotate(&r(i, 0), d);
+  return r;
+}
+
+/// softmax scale as FlashAttention's Python front end computes it: head_dim ** -0.5 in
+/// double, passed to the kernel as float.
+inline float default_softmax_scale(std::size_t d) {
+  return static_cast<float>(1.0 / math::sqrt(static_cast<double>(d)));
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------
+
+class reference_attention {
+ public:
+  reference_attention(const matrix_f& K, const matrix_f& V) : K_(K), V_(V) {
+    detail::check_kv("kvq::attention::reference_attention", K, V);
+  }
+  std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
+  std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
+  std::string name() const { return "reference (double)"; }
+
+  /// p: tokens() doubles, o: head_dim() doubles.
+  query_status run(const float* q, double* p, double* o, workspace& ws) const {
+    const std::size_t n = tokens(), d = head_dim();
+    double* acc = workspace::get(ws.d0, pv_scratch(n, d));
+    double* tmp = workspace::get(ws.d1, d);
+    return reference_query(q, detail::view(K_), detail::view(V_), p, o, acc, tmp);
+  }
+
+ private:
+  matrix_f K_, V_;
+};
+
+// ---------------------------------------------------------------------------
+
+struct storage_options {
+  kv_codec codec;              // empty callables: full-precision storage
+  bool bf16_math = false;      // round q, K, V, P, o to bf16 (FlashAttention-2 bf16 kernel order)
+  bool hadamard = false;       // rotate the head dimension before the codec (and back after)
+  float softmax_scale = 0.0f;  // 0: head_dim ** -0.5
+};
+
+class storage_attention {
+ public:
+  storage_attention(const matrix_f& K, const matrix_f& V, storage_options opt) : opt_(std::move(opt)) {
+    const char* where = "kvq::attention::storage_attention";
+    detail::check_kv(where, K, V);
+    matrix_f k = opt_.hadamard ? detail::hadamard_rows(K, where) : K;
+    matrix_f v = opt_.hadamard ? detail::hadamard_rows(V, where) : V;
+    if (opt_.codec.k) {
+      matrix_f r = opt_.codec.k(k);
+      detail::check_same_shape(where, "K", k, r);
+      k = std::move(r);
+    }
+    if (opt_.codec.v) {
+      matrix_f r = opt_.codec.v(v);
+      detail::check_same_shape(where, "V", v, r);
+      v = std::move(r);
+    }
+    if (opt_.bf16_math) {
+      for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = round_bf16(k.data()[i]);
+      for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = round_bf16(v.data()[i]);
+    }
+    K_ = std::move(k);
+    V_ = std::move(v);
+    scale_ = opt_.softmax_scale > 0.0f ? opt_.softmax_scale : detail::default_softmax_scale(head_dim());
+  }
+  std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
+  std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
+  std::string name() const {
+    return "storage " + (opt_.codec.name.empty() ? std::string("custom") : opt_.codec.name) +
+           (opt_.bf16_math ? ", bf16 math" : ", fp32 math") + (opt_.hadamard ? ", Hadamard" : "");
+  }
+  /// The stored (rotated, dequantized) keys and values.
+  const matrix_f& keys() const { return K_; }
+  const matrix_f& values() const { return V_; }
+
+  /// p: tokens() doubles (effective weights), o: head_dim() floats.
+  query_status run(const float* q, double* p, float* o, workspace& ws) const {
+    const std::size_t n = tokens(), d = head_dim();
+    float* qq = workspace::get(ws.q, d);
+    for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
+    if (opt_.hadamard) hadamard_rotate(qq, d);
+    if (opt_.bf16_math)
+      for (std::size_t j = 0; j < d; ++j) qq[j] = round_bf16(qq[j]);
+    float* s = workspace::get(ws.f0, n);
+    float* acc = workspace::get(ws.f1, pv_scratch(n, d));
+    float* tmp = workspace::get(ws.f2, d);
+    const query_status st =
+        storage_query(qq, detail::view(K_), detail::view(V_), scale_, opt_.bf16_math, p, o, s, acc, tmp);
+    if (opt_.hadamard) hadamard_rotate(o, d);  // H/sqrt(d) is its own inverse
+    return st;
+  }
+
+ private:
+  storage_options opt_;
+  matrix_f K_, V_;
+  float scale_ = 1.0f;
+};
+
+// ---------------------------------------------------------------------------
+
+struct fa3_options {
+  float q_descale = 1.0f, k_descale = 1.0f, v_descale = 1.0f;  // x_fp8 = fp8(x / descale)
+  float softmax_scale = 0.0f;   // 0: head_dim ** -0.5
+  int max_offset = 8;           // P scaled by S = 2^max_offset before the FP8 cast (8 or 0)
+  std::size_t block_n = 128;    // kBlockN
+  bool reverse = true;          // FA3 order: last KV block first
+  bool hadamard = false;        // rotate the head dimension of Q, K, V before the cast
+};
+
+template <class F = kvq::fmt::e4m3, class Exp2 = exp2_ieee>
+class fa3_fp8_attention {
+ public:
+  fa3_fp8_attention(const matrix_f& K, const matrix_f& V, const fa3_options& opt, Exp2 exp2 = Exp2{})
+      : opt_(opt), exp2_(exp2) {
+    const char* where = "kvq::attention::fa3_fp8_attention";
+    detail::check_kv(where, K, V);
+    if (opt.block_n == 0) detail::fail(where, "block_n = 0");
+    if (!(opt.q_descale > 0.0f) || !(opt.k_descale > 0.0f) || !(opt.v_descale > 0.0f))
+      detail::fail(where, "descale factors must be > 0");
+    K_ = quantize(opt_.hadamard ? detail::hadamard_rows(K, where) : K, opt.k_descale);
+    V_ = quantize(opt_.hadamard ? detail::hadamard_rows(V, where) : V, opt.v_descale);
+    const float sm = opt.softmax_scale > 0.0f ? opt.softmax_scale : detail::default_softmax_scale(head_dim());
+    // flash_api.cpp: softmax_scale_log2 = softmax_scale * M_LOG2E (double product stored
+    // as float); the FP8 kernel multiplies it by q_descale * k_descale.
+    float sl2 = static_cast<float>(static_cast<double>(sm) * math::detail::inv_ln2_hi);
+    if (opt.q_descale != 1.0f || opt.k_descale != 1.0f) sl2 = sl2 * (opt.q_descale * opt.k_descale);
+    cfg_.scale_log2 = sl2;
+    cfg_.v_descale = opt.v_descale;
+    cfg_.max_offset = static_cast<float>(opt.max_offset);
+    cfg_.block_n = opt.block_n;
+    cfg_.reverse = opt.reverse;
+  }
+  std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
+  std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
+  std::string name() const {
+    return std::string("FA3 ") + kvq::format_name<F>() + " (S=2^" + std::to_string(opt_.max_offset) + ", block " +
+           std::to_string(opt_.block_n) + (opt_.reverse ? ", reverse" : ", forward") +
+           (opt_.hadamard ? ", Hadamard)" : ")");
+  }
+  const fa3_config& config() const { return cfg_; }
+  /// The FP8 keys and values (decoded, exact), in the rotated basis when hadamard is on.
+  const matrix_f& keys() const { return K_; }
+  const matrix_f& values() const { return V_; }
+
+  /// p: tokens() doubles (effective weights), o: head_dim() floats.
+  query_status run(const float* q, double* p, float* o, workspace& ws) const {
+    const std::size_t n = tokens(), d = head_dim();
+    float* qq = workspace::get(ws.q, d);
+    for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
+    if (opt_.hadamard) hadamard_rotate(qq, d);
+    for (std::size_t j = 0; j < d; ++j) qq[j] = kvq::decode<F>(kvq::encode<F>(qq[j] / opt_.q_descale));
+    float* scratch = workspace::get(ws.f0, fa3_scratch(n, d, cfg_.block_n));
+    const query_status st = fa3_query<F>(qq, detail::view(K_), detail::view(V_), cfg_, p, o, scratch, exp2_);
+    if (opt_.hadamard) hadamard_rotate(o, d);
+    return st;
+  }
+
+ private:
+  static matrix_f quantize(const matrix_f& m, float descale) {
+    matrix_f r(m.rows(), m.cols());
+    for (Eigen::Index i = 0; i < m.size(); ++i) r.data()[i] = kvq::decode<F>(kvq::encode<F>(m.data()[i] / descale));
+    return r;
+  }
+  fa3_options opt_;
+  Exp2 exp2_;
+  fa3_config cfg_;
+  matrix_f K_, V_;
+};
+
+}  // namespace attention
+}  // namespace kvq

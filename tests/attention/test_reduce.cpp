@@ -1,0 +1,141 @@
+// Fixed-shape tree reductions, bf16 rounding and the Hadamard rotation.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <kvq/attention/hadamard.hpp>
+#include <kvq/attention/reduce.hpp>
+#include <kvq/attention/rounding.hpp>
+
+namespace {
+
+// The documented shape, written directly: split at the largest power of two < n.
+float tree_ref(const float* x, std::size_t n) {
+  if (n == 0) return 0.0f;
+  if (n == 1) return x[0];
+  std::size_t h = 1;
+  while (h * 2 < n) h *= 2;
+  return tree_ref(x, h) + tree_ref(x + h, n - h);
+}
+
+std::uint32_t bits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return u;
+}
+
+}  // namespace
+
+TEST_CASE("tree sum has the documented shape for every length", "[reduce][quick]") {
+  std::mt19937 gen(3);
+  std::vector<float> x(1100);
+  for (auto& v : x) v = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(gen), static_cast<int>(gen() % 40) - 20);
+  for (std::size_t n = 0; n <= x.size(); ++n) {
+    const float a = kvq::reduce::tree_sum(x.data(), n);
+    REQUIRE(bits(a) == bits(tree_ref(x.data(), n)));
+  }
+  // example from the header: n = 6 is ((x0 + x1) + (x2 + x3)) + (x4 + x5)
+  const float y[6] = {1e8f, 1.0f, -1e8f, 1.0f, 3.0f, 0.5f};
+  CHECK(kvq::reduce::tree_sum(y, 6) == ((y[0] + y[1]) + (y[2] + y[3])) + (y[4] + y[5]));
+  CHECK(kvq::reduce::levels_needed(0) == 0);
+  CHECK(kvq::reduce::levels_needed(1) == 1);
+  CHECK(kvq::reduce::levels_needed(131072) == 18);
+}
+
+TEST_CASE("dot, strided, max and vector accumulators follow the same tree", "[reduce][quick]") {
+  std::mt19937 gen(4);
+  const std::size_t n = 777, d = 5;
+  std::vector<float> a(n), b(n), m(n * d);
+  for (auto& v : a) v = std::uniform_real_distribution<float>(-3, 3)(gen);
+  for (auto& v : b) v = std::uniform_real_distribution<float>(-3, 3)(gen);
+  for (auto& v : m) v = std::uniform_real_distribution<float>(-3, 3)(gen);
+  std::vector<float> prod(n);
+  for (std::size_t i = 0; i < n; ++i) prod[i] = a[i] * b[i];
+  CHECK(bits(kvq::reduce::tree_dot<float>(a.data(), b.data(), n)) == bits(tree_ref(prod.data(), n)));
+  // double accumulation of float products: exact products, tree in double
+  std::vector<double> pd(n);
+  for (std::size_t i = 0; i < n; ++i) pd[i] = double(a[i]) * double(b[i]);
+  CHECK(kvq::reduce::tree_dot<double>(a.data(), b.data(), n) == kvq::reduce::tree_sum(pd.data(), n));
+  // columns through the vector accumulator == strided tree per column
+  std::vector<float> storage(kvq::reduce::max_levels * d), tmp(d), out(d);
+  kvq::reduce::tree_vector_accumulator<float> acc(storage.data(), d);
+  for (std::size_t t = 0; t < n; ++t) acc.push_scaled(a[t], &m[t * d], tmp.data());
+  acc.result(out.data());
+  for (std::size_t c = 0; c < d; ++c) {
+    std::vector<float> col(n);
+    for (std::size_t t = 0; t < n; ++t) col[t] = a[t] * m[t * d + c];
+    CHECK(bits(out[c]) == bits(tree_ref(col.data(), n)));
+    CHECK(bits(kvq::reduce::tree_sum_strided(&m[c], n, static_cast<std::ptrdiff_t>(d))) ==
+          bits(tree_ref(std::vector<float>([&] {
+                          std::vector<float> v(n);
+                          for (std::size_t t = 0; t < n; ++t) v[t] = m[t * d + c];
+                          return v;
+                        }()).data(),
+                        n)));
+  }
+  // max: exact, NaN-propagating, -inf when empty
+  CHECK(kvq::reduce::tree_max(a.data(), n) == *std::max_element(a.begin(), a.end()));
+  CHECK(kvq::reduce::tree_max(a.data(), 0) == -std::numeric_limits<float>::infinity());
+  a[500] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(std::isnan(kvq::reduce::tree_max(a.data(), n)));
+}
+
+TEST_CASE("bf16 rounding is round-to-nearest-even with NaN and overflow", "[rounding][quick]") {
+  using kvq::attention::round_bf16;
+  CHECK(round_bf16(1.0f) == 1.0f);
+  CHECK(round_bf16(1.0f + 0x1p-8f) == 1.0f);                    // tie -> even (down)
+  CHECK(round_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);      // tie -> even (up)
+  CHECK(round_bf16(1.0f + 0x1p-8f + 0x1p-20f) == 1.0f + 0x1p-7f);
+  CHECK(std::isinf(round_bf16(std::numeric_limits<float>::max())));
+  CHECK(std::isnan(round_bf16(std::numeric_limits<float>::quiet_NaN())));
+  // signalling-NaN pattern whose payload sits in the low half stays a NaN
+  float snan;
+  const std::uint32_t u = 0x7f800001u;
+  std::memcpy(&snan, &u, 4);
+  CHECK(std::isnan(round_bf16(snan)));
+  CHECK(round_bf16(-2.5f) == -2.5f);
+  CHECK(round_bf16(std::numeric_limits<float>::denorm_min()) == 0.0f);
+}
+
+TEST_CASE("Hadamard rotation: H4 explicitly, orthogonality, self-inverse", "[hadamard][quick]") {
+  float x[4] = {1, 2, 3, 4};
+  kvq::attention::hadamard_rotate(x, 4);
+  // H4 = [[1,1,1,1],[1,-1,1,-1],[1,1,-1,-1],[1,-1,-1,1]] / 2
+  CHECK(x[0] == 5.0f);
+  CHECK(x[1] == -1.0f);
+  CHECK(x[2] == -2.0f);
+  CHECK(x[3] == 0.0f);
+  CHECK(kvq::attention::hadamard_scale(64) == 0.125f);
+  std::mt19937 gen(8);
+  std::vector<float> v(128), w(128), y(128);
+  for (auto& e : v) e = std::uniform_real_distribution<float>(-1, 1)(gen);
+  for (auto& e : w) e = std::uniform_real_distribution<float>(-1, 1)(gen);
+  double dot0 = 0, n0 = 0;
+  for (int i = 0; i < 128; ++i) {
+    dot0 += double(v[i]) * w[i];
+    n0 += double(v[i]) * v[i];
+  }
+  y = v;
+  kvq::attention::hadamard_rotate(y.data(), 128);
+  kvq::attention::hadamard_rotate(w.data(), 128);
+  double dot1 = 0, n1 = 0;
+  for (int i = 0; i < 128; ++i) {
+    dot1 += double(y[i]) * w[i];
+    n1 += double(y[i]) * y[i];
+  }
+  CHECK(dot1 == Approx(dot0).margin(1e-5));
+  CHECK(n1 == Approx(n0).epsilon(1e-6));
+  kvq::attention::hadamard_rotate(y.data(), 128);
+  for (int i = 0; i < 128; ++i) CHECK(y[i] == Approx(v[i]).margin(1e-6));
+  // an outlier channel is spread evenly
+  std::vector<float> o(64, 0.0f);
+  o[7] = 800.0f;
+  kvq::attention::hadamard_rotate(o.data(), 64);
+  for (float e : o) CHECK(std::fabs(e) == 100.0f);
+}
