@@ -5,3 +5,4 @@
 #include <kvq/config.hpp>
 #include <kvq/format.hpp>
 #include <kvq/block.hpp>
+#include <kvq/kv.hpp>

@@ -1,0 +1,172 @@
+// kvq/kv/planner.hpp — KV memory planner: bytes per token and per sequence for a model
+// shape under each storage format, PagedAttention page rounding, and the longest
+// context or largest batch that fits a memory budget.
+//
+// Counting (the same bytes the kv stores hold, see store.hpp):
+//   high precision     d * 2 (bf16/fp16) or d * 4 bytes per vector
+//   block schemes      ceil(d*bits/8) code bytes + (d/B) scales (1 byte, or 4 for fp32
+//                      scales) + (d/B) fp32 zero points, per vector of d values; plus one
+//                      fp32 tensor value per layer and K/V where the recipe has one
+//   KIVI values        per token d*bits/8 + (d/G)*(scale + zero); the last `residual`
+//                      tokens at the compute dtype
+//   KIVI keys          per channel and group of G tokens one scale + zero; the last
+//                      n mod `residual` tokens at the compute dtype
+//   (scale/zero/residual width: 2 bytes for the fp16 variants, 4 for fp32)
+// A vector is one KV head's key or value for one token (MHA/GQA: 2 * kv_heads vectors
+// per token per layer); for multi-head latent attention it is the cached latent plus the
+// decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
+// layer, no separate V), which is what vLLM's MLA cache stores.
+// Page rounding: a sequence of n tokens occupies ceil(n / page_tokens) pages.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include <kvq/kv/cache.hpp>
+#include <kvq/kv/store.hpp>
+
+namespace kvq {
+namespace kv {
+
+struct model_shape {
+  const char* name = "";
+  std::size_t layers = 0;
+  std::size_t kv_heads = 0;   ///< 0 for MLA
+  std::size_t head_dim = 0;   ///< per KV head; for MLA: kv_lora_rank + qk_rope_head_dim
+  bool mla = false;           ///< one latent vector per token per layer instead of K and V heads
+  const char* source = "";
+
+  /// Cached vectors per token per layer, and their length.
+  std::size_t vectors_per_layer() const noexcept { return mla ? 1u : 2u * kv_heads; }
+};
+
+namespace presets {
+/// meta-llama/Llama-3.1-8B config.json: num_hidden_layers 32, num_attention_heads 32,
+/// num_key_value_heads 8, hidden_size 4096 (head_dim 128).
+inline constexpr model_shape llama31_8b{"Llama-3.1-8B", 32, 8, 128, false,
+                                        "meta-llama/Llama-3.1-8B config.json"};
+/// meta-llama/Llama-3.1-70B config.json: num_hidden_layers 80, num_attention_heads 64,
+/// num_key_value_heads 8, hidden_size 8192 (head_dim 128).
+inline constexpr model_shape llama31_70b{"Llama-3.1-70B", 80, 8, 128, false,
+                                         "meta-llama/Llama-3.1-70B config.json"};
+/// Qwen/Qwen2.5-7B-Instruct config.json: num_hidden_layers 28, num_attention_heads 28,
+/// num_key_value_heads 4, hidden_size 3584 (head_dim 128).
+inline constexpr model_shape qwen25_7b{"Qwen2.5-7B", 28, 4, 128, false, "Qwen/Qwen2.5-7B-Instruct config.json"};
+/// deepseek-ai/DeepSeek-V3 config.json: num_hidden_layers 61, kv_lora_rank 512,
+/// qk_rope_head_dim 64: MLA caches 512 + 64 values per token per layer.
+inline constexpr model_shape deepseek_v3{"DeepSeek-V3 (MLA)", 61, 0, 576, true, "deepseek-ai/DeepSeek-V3 config.json"};
+}  // namespace presets
+
+namespace detail {
+inline std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+
+/// Bytes of n_tokens vectors of length d in format f (one head, one of K/V), plus the
+/// format's tensor value if `count_tensor`.
+inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d, std::size_t n, bool count_tensor,
+                                kivi_options kivi) {
+  return std::visit(
+      [&](const auto& s) -> std::size_t {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) {
+          return n * d * hp_bytes(s);
+        } else if constexpr (kv::detail::is_kivi<T>::value) {
+          const std::size_t g = s.group, pb = sizeof(typename T::compute_type::storage), r = kivi.residual;
+          const std::size_t code_row = d * static_cast<std::size_t>(T::storage_bits) / 8;
+          if (role == kv_role::value) {
+            const std::size_t q = n > r ? n - r : 0;
+            return q * (code_row + 2 * (d / g) * pb) + (n - q) * d * pb;
+          }
+          const std::size_t q = (n / r) * r;
+          return q * code_row + 2 * d * (q / g) * pb + (n - q) * d * pb;
+        } else {
+          std::size_t b = s.block_size();
+          if constexpr (std::is_same<T, block::fp8_per_token_head>::value ||
+                        std::is_same<T, block::int8_per_token_head>::value)
+            b = d;
+          const std::size_t blocks = d / b;
+          const std::size_t per = ceil_div(d * static_cast<std::size_t>(T::storage_bits), 8) +
+                                  (T::scale_bytes ? blocks * static_cast<std::size_t>(T::scale_bytes) : 0) +
+                                  (T::has_zero_point ? blocks * 4 : 0);
+          return n * per + ((count_tensor && T::tensor != block::tensor_kind::none) ? 4u : 0u);
+        }
+      },
+      f);
+}
+}  // namespace detail
+
+/// Exact KV bytes of one sequence of `tokens` tokens with keys in format k and values in
+/// format v (v ignored for MLA), pages of `page_tokens` tokens (0: no paging).
+inline std::size_t kv_bytes(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
+                            std::size_t page_tokens = 0, kivi_options kivi = {}) {
+  const std::size_t n = page_tokens ? detail::ceil_div(tokens, page_tokens) * page_tokens : tokens;
+  std::size_t per_layer = 0;
+  const bool tv = n > 0;  // tensor values exist once a token is stored
+  if (m.mla) {
+    per_layer = detail::vector_bytes(k, kv_role::key, m.head_dim, n, tv, kivi);
+  } else {
+    // per-layer tensor values: one for K and one for V, shared by the heads
+    per_layer = m.kv_heads * (detail::vector_bytes(k, kv_role::key, m.head_dim, n, false, kivi) +
+                              detail::vector_bytes(v, kv_role::value, m.head_dim, n, false, kivi)) +
+                detail::vector_bytes(k, kv_role::key, m.head_dim, 0, tv, kivi) +
+                detail::vector_bytes(v, kv_role::value, m.head_dim, 0, tv, kivi);
+  }
+  return m.layers * per_layer;
+}
+inline std::size_t kv_bytes(const model_shape& m, const kv_format& f, std::size_t tokens, std::size_t page_tokens = 0,
+                            kivi_options kivi = {}) {
+  return kv_bytes(m, f, f, tokens, page_tokens, kivi);
+}
+
+/// Asymptotic bytes per token (scale overhead included; fixed tensor values and
+/// full-precision residuals excluded), for comparing formats.
+inline double bytes_per_token(const model_shape& m, const kv_format& k, const kv_format& v, kivi_options kivi = {}) {
+  const std::size_t big = 1u << 20;  // a multiple of every group and residual length
+  const double a = static_cast<double>(kv_bytes(m, k, v, 2 * big, 0, kivi));
+  const double b = static_cast<double>(kv_bytes(m, k, v, big, 0, kivi));
+  return (a - b) / static_cast<double>(big);
+}
+inline double bytes_per_token(const model_shape& m, const kv_format& f) { return bytes_per_token(m, f, f); }
+
+/// KV bytes of a sequence under a mixed-precision policy (prefill formats; no paging):
+/// sinks, flagged spans and the recent window at policy.high, the rest in low_k/low_v.
+inline std::size_t policy_bytes(const model_shape& m, const precision_policy& p, std::size_t tokens) {
+  std::size_t keep = 0;
+  for (std::size_t t = 0; t < tokens; ++t) {
+    bool k = t < p.sink_tokens;
+    for (const auto& s : p.keep_spans) k = k || (t >= s.begin && t < s.end);
+    keep += k ? 1 : 0;
+  }
+  const std::size_t rest = tokens - keep;
+  const std::size_t window = rest < p.recent_window ? rest : p.recent_window;
+  const std::size_t high = keep + window, low = rest - window;
+  return kv_bytes(m, p.high, p.high, high, 0, p.kivi) + kv_bytes(m, p.low_k, p.low_v, low, 0, p.kivi);
+}
+
+/// Longest context (tokens) whose KV cache for `batch` sequences fits in budget_bytes.
+inline std::size_t max_context(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t budget_bytes,
+                               std::size_t batch = 1, std::size_t page_tokens = 0, kivi_options kivi = {}) {
+  if (batch == 0) throw std::invalid_argument("kvq::kv::max_context: batch is 0");
+  auto fits = [&](std::size_t n) { return kv_bytes(m, k, v, n, page_tokens, kivi) * batch <= budget_bytes; };
+  if (!fits(0)) return 0;
+  std::size_t lo = 0, hi = 1;
+  while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+/// Largest number of sequences of `tokens` tokens whose KV caches fit in budget_bytes.
+inline std::size_t max_batch(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
+                             std::size_t budget_bytes, std::size_t page_tokens = 0, kivi_options kivi = {}) {
+  const std::size_t per = kv_bytes(m, k, v, tokens, page_tokens, kivi);
+  return per == 0 ? 0 : budget_bytes / per;
+}
+
+}  // namespace kv
+}  // namespace kvq

@@ -1,0 +1,381 @@
+// kvq/kv/store.hpp — per-head token stores: one head's K or V rows under one format.
+//
+//  - plain_row_store: rows kept at bf16 / fp16 / fp32 (round to nearest even).
+//  - block_row_store<S>: rows quantized with a block scheme along head_dim (NVFP4, MX,
+//    FP8 per tensor, per-token-head). Rows are independent, so appending one token at a
+//    time or a prefill chunk gives the same codes; the scheme's tensor value (TE amax,
+//    vLLM k_scale, torchao per_tensor_scale) is fixed when the store is made and never
+//    recomputed (vLLM calibrates once and freezes; kv/cache.hpp decides the value).
+//  - kivi_key_store / kivi_value_store: KIVI (models/llama_kivi.py). Keys are quantized
+//    per channel in groups of `group` consecutive tokens; new keys wait at full precision
+//    until `residual` of them have accumulated, then all of them are quantized (prefill:
+//    the first n - n % residual tokens at once). Values are quantized per token in groups
+//    of `group` channels; the most recent `residual` values stay at full precision and
+//    the oldest is quantized as each new one arrives (prefill: all but the last
+//    `residual`). Full precision means the compute dtype (fp16 for KIVI's models).
+// memory_bytes() is exactly the bytes the store holds (codes, scales, zero points,
+// full-precision rows); a scheme's single tensor value is counted by the cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include <kvq/block.hpp>
+
+namespace kvq {
+namespace kv {
+
+/// High-precision storage formats for unquantized tokens.
+enum class hp_format : unsigned char { fp32, bf16, fp16 };
+
+inline constexpr const char* to_string(hp_format f) noexcept {
+  return f == hp_format::fp32 ? "fp32" : f == hp_format::bf16 ? "bf16" : "fp16";
+}
+inline constexpr std::size_t hp_bytes(hp_format f) noexcept { return f == hp_format::fp32 ? 4u : 2u; }
+
+/// Which half of the cache a store holds (vLLM calibrates K with /200 and V with /100;
+/// KIVI groups keys per channel and values per token).
+enum class kv_role : unsigned char { key, value };
+
+/// Every storage format a KV store can use: high precision, or one of the block recipes.
+using kv_format =
+    std::variant<hp_format, block::nvfp4_te, block::nvfp4_vllm<>, block::nvfp4_vllm_4over6<>, block::nvfp4_torchao,
+                 block::nvfp4_torchao_two_level, block::mxfp8_e4m3_floor, block::mxfp8_e5m2_floor,
+                 block::mxfp6_e3m2_floor, block::mxfp6_e2m3_floor, block::mxfp4_floor, block::mxfp8_e4m3_rceil,
+                 block::mxfp8_e5m2_rceil, block::mxfp6_e3m2_rceil, block::mxfp6_e2m3_rceil, block::mxfp4_rceil,
+                 block::fp8_e4m3_per_tensor, block::fp8_e5m2_per_tensor, block::fp8_per_token_head,
+                 block::int8_per_token_head, block::kivi_int2, block::kivi_int4, block::kivi_int8,
+                 block::kivi_group_fp16<2>, block::kivi_group_fp16<4>, block::kivi_group_fp16<8>>;
+
+/// Names of the kv_format alternatives, in order (hp formats are named by to_string).
+inline constexpr const char* kv_format_names[] = {
+    "hp",          "nvfp4_te",         "nvfp4_vllm",        "nvfp4_vllm_4over6", "nvfp4_torchao",
+    "nvfp4_torchao_two_level",         "mxfp8_e4m3_floor",  "mxfp8_e5m2_floor",  "mxfp6_e3m2_floor",
+    "mxfp6_e2m3_floor",                "mxfp4_floor",       "mxfp8_e4m3_rceil",  "mxfp8_e5m2_rceil",
+    "mxfp6_e3m2_rceil",                "mxfp6_e2m3_rceil",  "mxfp4_rceil",       "fp8_e4m3",
+    "fp8_e5m2",    "fp8_per_token_head",                    "int8_per_token_head", "kivi_int2",
+    "kivi_int4",   "kivi_int8",        "kivi_int2_fp16",    "kivi_int4_fp16",    "kivi_int8_fp16"};
+static_assert(sizeof(kv_format_names) / sizeof(kv_format_names[0]) == std::variant_size<kv_format>::value,
+              "kv_format_names must list every kv_format alternative");
+
+inline std::string format_name(const kv_format& f) {
+  if (const hp_format* h = std::get_if<hp_format>(&f)) return to_string(*h);
+  return kv_format_names[f.index()];
+}
+
+namespace detail {
+template <class I, std::size_t... Is>
+kv_format format_at(std::size_t i, std::index_sequence<Is...>) {
+  kv_format out;
+  ((i == Is ? (out = kv_format(std::in_place_index<Is>), 0) : 0), ...);
+  return out;
+}
+template <class T>
+struct is_kivi : std::false_type {};
+template <int B, class C>
+struct is_kivi<block::kivi_group<B, C>> : std::true_type {};
+}  // namespace detail
+
+/// The format with this name ("bf16", "nvfp4_te", "mxfp4_rceil", "kivi_int2", ...).
+inline kv_format format_by_name(const std::string& name) {
+  if (name == "fp32") return hp_format::fp32;
+  if (name == "bf16") return hp_format::bf16;
+  if (name == "fp16") return hp_format::fp16;
+  for (std::size_t i = 1; i < std::variant_size<kv_format>::value; ++i)
+    if (name == kv_format_names[i])
+      return detail::format_at<void>(i, std::make_index_sequence<std::variant_size<kv_format>::value>{});
+  std::string all = "fp32 bf16 fp16";
+  for (std::size_t i = 1; i < std::variant_size<kv_format>::value; ++i) all += std::string(" ") + kv_format_names[i];
+  throw std::invalid_argument("kvq::kv::format_by_name: unknown format '" + name + "' (known: " + all + ")");
+}
+
+/// Whether a format has a tensor-level value, and the value vLLM-style calibration gives
+/// for a first-chunk amax (fp8 per tensor: amax * fp32(1/200) for K, 1/100 for V).
+inline bool has_tensor_value(const kv_format& f) {
+  return std::visit(
+      [](const auto& s) -> bool {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) return false;
+        else return T::tensor != block::tensor_kind::none;
+      },
+      f);
+}
+inline float calibrated_tensor_value(const kv_format& f, float amax, kv_role role) {
+  return std::visit(
+      [&](const auto& s) -> float {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) {
+          return 1.0f;
+        } else if constexpr (std::is_same<T, block::fp8_e4m3_per_tensor>::value ||
+                             std::is_same<T, block::fp8_e5m2_per_tensor>::value) {
+          return block::vllm_calibrated_scale(amax, role == kv_role::key ? block::vllm_k_scale_constant
+                                                                          : block::vllm_v_scale_constant);
+        } else {
+          return T::tensor_value_from_amax(amax);
+        }
+      },
+      f);
+}
+inline block::amax_nan tensor_amax_rule(const kv_format& f) {
+  return std::visit(
+      [](const auto& s) -> block::amax_nan {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) return block::amax_nan::ignore;
+        else return T::tensor_amax_rule;
+      },
+      f);
+}
+
+// ----------------------------------------------------------------------------- stores
+class row_store {
+ public:
+  virtual ~row_store() = default;
+  virtual std::size_t head_dim() const noexcept = 0;
+  virtual std::size_t rows() const noexcept = 0;
+  /// Append n rows (row-major, head_dim floats each).
+  virtual void append(const float* rows, std::size_t n) = 0;
+  /// Write all rows, oldest first, into out (rows() x head_dim floats).
+  virtual void dequantize(float* out) const = 0;
+  /// Bytes held (codes, scales, zero points, high-precision rows).
+  virtual std::size_t memory_bytes() const noexcept = 0;
+};
+
+class plain_row_store final : public row_store {
+ public:
+  plain_row_store(hp_format f, std::size_t head_dim) : f_(f), hd_(head_dim) {}
+  std::size_t head_dim() const noexcept override { return hd_; }
+  std::size_t rows() const noexcept override { return n_; }
+  void append(const float* rows, std::size_t n) override {
+    const std::size_t m = n * hd_;
+    if (f_ == hp_format::fp32) {
+      f32_.insert(f32_.end(), rows, rows + m);
+    } else {
+      h_.reserve(h_.size() + m);
+      for (std::size_t i = 0; i < m; ++i)
+        h_.push_back(f_ == hp_format::bf16 ? float_to_bf16_rn(rows[i]) : float_to_fp16_rn(rows[i]));
+    }
+    n_ += n;
+  }
+  void dequantize(float* out) const override {
+    const std::size_t m = n_ * hd_;
+    for (std::size_t i = 0; i < m; ++i)
+      out[i] = f_ == hp_format::fp32 ? f32_[i] : f_ == hp_format::bf16 ? bf16_to_float(h_[i]) : fp16_to_float(h_[i]);
+  }
+  std::size_t memory_bytes() const noexcept override {
+    return f32_.size() * sizeof(float) + h_.size() * sizeof(std::uint16_t);
+  }
+
+ private:
+  hp_format f_;
+  std::size_t hd_, n_ = 0;
+  std::vector<float> f32_;
+  std::vector<std::uint16_t> h_;
+};
+
+template <class S>
+class block_row_store final : public row_store {
+ public:
+  using scale_type = typename S::scale_type;
+  block_row_store(S s, std::size_t head_dim, float tensor_value) : s_(s), hd_(head_dim), tv_(tensor_value) {
+    if (s_.block_size() == 0 || hd_ % s_.block_size() != 0)
+      throw std::invalid_argument(std::string("kvq::kv::block_row_store(") + S::name + "): head_dim " +
+                                  std::to_string(hd_) + " is not a multiple of the block size " +
+                                  std::to_string(s_.block_size()));
+  }
+  std::size_t head_dim() const noexcept override { return hd_; }
+  std::size_t rows() const noexcept override { return n_; }
+  float tensor_value() const noexcept { return tv_; }
+  const S& scheme() const noexcept { return s_; }
+
+  void append(const float* rows, std::size_t n) override {
+    const block::buffer_sizes z = block::sizes_of(s_, n * hd_);
+    const std::size_t c0 = codes_.size(), s0 = scales_.size(), z0 = zeros_.size();
+    codes_.resize(c0 + z.code_bytes);
+    scales_.resize(s0 + z.scales);
+    zeros_.resize(z0 + z.zeros);
+    const block::quantize_block_fn<S, block::f32_input> f{s_, S::prepare(tv_), rows, codes_.data() + c0,
+                                                          z.scales ? scales_.data() + s0 : nullptr,
+                                                          z.zeros ? zeros_.data() + z0 : nullptr};
+    for (std::size_t b = 0; b < z.blocks; ++b) f(b);
+    n_ += n;
+  }
+  void dequantize(float* out) const override {
+    const block::dequantize_block_fn<S> f{s_, S::prepare(tv_), codes_.data(), scales_.empty() ? nullptr : scales_.data(),
+                                          zeros_.empty() ? nullptr : zeros_.data(), out};
+    const std::size_t nb = n_ * hd_ / s_.block_size();
+    for (std::size_t b = 0; b < nb; ++b) f(b);
+  }
+  std::size_t memory_bytes() const noexcept override {
+    return codes_.size() + scales_.size() * sizeof(scale_type) + zeros_.size() * sizeof(float);
+  }
+
+ private:
+  S s_;
+  std::size_t hd_, n_ = 0;
+  float tv_;
+  std::vector<std::uint8_t> codes_;
+  std::vector<scale_type> scales_;
+  std::vector<float> zeros_;
+};
+
+/// KIVI settings: group size comes from the scheme (default 32), residual length here.
+struct kivi_options {
+  std::size_t residual = 128;  ///< KIVI's residual_length (a multiple of the group size)
+};
+
+template <int Bits, class Compute>
+class kivi_key_store final : public row_store {
+ public:
+  using S = block::kivi_group<Bits, Compute>;
+  using param_t = typename Compute::storage;
+  kivi_key_store(S s, std::size_t head_dim, kivi_options o) : s_(s), hd_(head_dim), r_(o.residual) {
+    if (r_ == 0 || s_.group == 0 || r_ % s_.group != 0)
+      throw std::invalid_argument("kvq::kv::kivi_key_store: residual length " + std::to_string(r_) +
+                                  " is not a positive multiple of the group size " + std::to_string(s_.group));
+  }
+  std::size_t head_dim() const noexcept override { return hd_; }
+  std::size_t rows() const noexcept override { return chunks_ * r_ + residual_.size() / hd_; }
+  void append(const float* rows, std::size_t n) override {
+    for (std::size_t i = 0; i < n * hd_; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
+    while (residual_.size() / hd_ >= r_) quantize_front_chunk();
+  }
+  void dequantize(float* out) const override {
+    const std::size_t g = s_.group, per_chunk_groups = hd_ * (r_ / g), gbytes = g * Bits / 8;
+    std::vector<float> tmp(g);
+    for (std::size_t ch = 0; ch < chunks_; ++ch)
+      for (std::size_t c = 0; c < hd_; ++c)
+        for (std::size_t k = 0; k < r_ / g; ++k) {
+          const std::size_t idx = ch * per_chunk_groups + c * (r_ / g) + k;
+          s_.dequantize_block(codes_.data() + idx * gbytes, from_param(scales_[idx]), from_param(zeros_[idx]), {},
+                              tmp.data());
+          for (std::size_t j = 0; j < g; ++j) out[(ch * r_ + k * g + j) * hd_ + c] = tmp[j];
+        }
+    const std::size_t base = chunks_ * r_ * hd_;
+    for (std::size_t i = 0; i < residual_.size(); ++i) out[base + i] = from_param(residual_[i]);
+  }
+  std::size_t memory_bytes() const noexcept override {
+    return codes_.size() + (scales_.size() + zeros_.size() + residual_.size()) * sizeof(param_t);
+  }
+
+ private:
+  static param_t to_param(float v) noexcept {
+    if constexpr (std::is_same<Compute, block::f32_input>::value) return v;
+    else if constexpr (std::is_same<Compute, block::fp16_input>::value) return float_to_fp16_rn(v);
+    else return float_to_bf16_rn(v);
+  }
+  static float from_param(param_t v) noexcept { return Compute::load(v); }
+  void quantize_front_chunk() {
+    const std::size_t g = s_.group, gbytes = g * Bits / 8;
+    std::vector<float> col(g);
+    for (std::size_t c = 0; c < hd_; ++c)
+      for (std::size_t k = 0; k < r_ / g; ++k) {
+        for (std::size_t j = 0; j < g; ++j) col[j] = from_param(residual_[(k * g + j) * hd_ + c]);
+        const std::size_t c0 = codes_.size();
+        codes_.resize(c0 + gbytes);
+        float sc = 0.0f, zr = 0.0f;
+        s_.template quantize_block<block::f32_input>(col.data(), {}, codes_.data() + c0, &sc, &zr);
+        scales_.push_back(to_param(sc));
+        zeros_.push_back(to_param(zr));
+      }
+    residual_.erase(residual_.begin(), residual_.begin() + static_cast<std::ptrdiff_t>(r_ * hd_));
+    ++chunks_;
+  }
+  S s_;
+  std::size_t hd_, r_, chunks_ = 0;
+  std::vector<std::uint8_t> codes_;
+  std::vector<param_t> scales_, zeros_, residual_;
+};
+
+template <int Bits, class Compute>
+class kivi_value_store final : public row_store {
+ public:
+  using S = block::kivi_group<Bits, Compute>;
+  using param_t = typename Compute::storage;
+  kivi_value_store(S s, std::size_t head_dim, kivi_options o) : s_(s), hd_(head_dim), r_(o.residual) {
+    if (s_.group == 0 || hd_ % s_.group != 0)
+      throw std::invalid_argument("kvq::kv::kivi_value_store: head_dim " + std::to_string(hd_) +
+                                  " is not a multiple of the group size " + std::to_string(s_.group));
+  }
+  std::size_t head_dim() const noexcept override { return hd_; }
+  std::size_t rows() const noexcept override { return quantized_ + residual_.size() / hd_; }
+  void append(const float* rows, std::size_t n) override {
+    for (std::size_t i = 0; i < n * hd_; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
+    const std::size_t held = residual_.size() / hd_;
+    if (held > r_) quantize_front(held - r_);
+  }
+  void dequantize(float* out) const override {
+    const std::size_t g = s_.group, gbytes = g * Bits / 8, per_row = hd_ / g;
+    for (std::size_t t = 0; t < quantized_; ++t)
+      for (std::size_t k = 0; k < per_row; ++k) {
+        const std::size_t idx = t * per_row + k;
+        s_.dequantize_block(codes_.data() + idx * gbytes, from_param(scales_[idx]), from_param(zeros_[idx]), {},
+                            out + t * hd_ + k * g);
+      }
+    for (std::size_t i = 0; i < residual_.size(); ++i) out[quantized_ * hd_ + i] = from_param(residual_[i]);
+  }
+  std::size_t memory_bytes() const noexcept override {
+    return codes_.size() + (scales_.size() + zeros_.size() + residual_.size()) * sizeof(param_t);
+  }
+
+ private:
+  static param_t to_param(float v) noexcept {
+    if constexpr (std::is_same<Compute, block::f32_input>::value) return v;
+    else if constexpr (std::is_same<Compute, block::fp16_input>::value) return float_to_fp16_rn(v);
+    else return float_to_bf16_rn(v);
+  }
+  static float from_param(param_t v) noexcept { return Compute::load(v); }
+  void quantize_front(std::size_t rows) {
+    const std::size_t g = s_.group, gbytes = g * Bits / 8;
+    std::vector<float> grp(g);
+    for (std::size_t t = 0; t < rows; ++t)
+      for (std::size_t k = 0; k < hd_ / g; ++k) {
+        for (std::size_t j = 0; j < g; ++j) grp[j] = from_param(residual_[t * hd_ + k * g + j]);
+        const std::size_t c0 = codes_.size();
+        codes_.resize(c0 + gbytes);
+        float sc = 0.0f, zr = 0.0f;
+        s_.template quantize_block<block::f32_input>(grp.data(), {}, codes_.data() + c0, &sc, &zr);
+        scales_.push_back(to_param(sc));
+        zeros_.push_back(to_param(zr));
+      }
+    residual_.erase(residual_.begin(), residual_.begin() + static_cast<std::ptrdiff_t>(rows * hd_));
+    quantized_ += rows;
+  }
+  S s_;
+  std::size_t hd_, r_, quantized_ = 0;
+  std::vector<std::uint8_t> codes_;
+  std::vector<param_t> scales_, zeros_, residual_;
+};
+
+/// A store for one head's K or V in format f (tensor_value: the scheme's frozen tensor value).
+inline std::unique_ptr<row_store> make_row_store(const kv_format& f, kv_role role, std::size_t head_dim,
+                                                 float tensor_value, kivi_options kivi = {}) {
+  return std::visit(
+      [&](const auto& s) -> std::unique_ptr<row_store> {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) {
+          return std::make_unique<plain_row_store>(s, head_dim);
+        } else if constexpr (detail::is_kivi<T>::value) {
+          constexpr int bits = T::storage_bits;
+          using C = typename T::compute_type;
+          if (role == kv_role::key) return std::make_unique<kivi_key_store<bits, C>>(s, head_dim, kivi);
+          return std::make_unique<kivi_value_store<bits, C>>(s, head_dim, kivi);
+        } else if constexpr (std::is_same<T, block::fp8_per_token_head>::value ||
+                             std::is_same<T, block::int8_per_token_head>::value) {
+          T t = s;
+          t.head_dim = head_dim;
+          return std::make_unique<block_row_store<T>>(t, head_dim, tensor_value);
+        } else {
+          return std::make_unique<block_row_store<T>>(s, head_dim, tensor_value);
+        }
+      },
+      f);
+}
+
+}  // namespace kv
+}  // namespace kvq
