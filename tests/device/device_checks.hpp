@@ -9,12 +9,17 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <kvq/block.hpp>
 #include <kvq/device.hpp>
+#include <kvq/device/block.hpp>
 #include <kvq/format.hpp>
+
+#include "inputs.hpp"
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
@@ -31,51 +36,6 @@ struct check_result {
   std::uint64_t serial_hash = 0;  // content hash of the serial emulator's output, on the host
   bool ok() const { return mismatches == 0 && device_hash == serial_hash && n > 0; }
 };
-
-// ---- inputs ---------------------------------------------------------------------
-
-/// Float inputs that reach every class: an even sweep of all 2^32 bit patterns (so
-/// NaNs, infinities, subnormals, both zeros and every binade occur), hashed random
-/// bit patterns, and values near the formats' rounding boundaries (k/64 steps up to
-/// 600, covering ties and the e4m3 464/448 edge). Generated on the host, identical
-/// for every backend.
-inline std::vector<float> float_inputs(std::size_t n) {
-  std::vector<float> v(n);
-  const std::size_t third = n / 3;
-  const std::uint64_t step = (std::uint64_t(1) << 32) / (third ? third : 1);
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    if (i < third) {
-      bits = static_cast<std::uint32_t>(i * step + (i & 0xFFu));
-    } else if (i < 2 * third) {
-      bits = static_cast<std::uint32_t>(kvq::device::mix64(i));
-    } else {
-      const std::size_t j = i - 2 * third;
-      const float mag = static_cast<float>(j % 38400u) * 0.015625f;  // k/64, k < 38400 (0..600)
-      const float tiny = static_cast<float>(j % 977u) * 0x1p-24f;     // subnormal-format territory
-      const float x = (j & 1u) ? mag : tiny;
-      bits = kvq::bit_cast<std::uint32_t>((j & 2u) ? -x : x);
-    }
-    v[i] = kvq::bit_cast<float>(bits);
-  }
-  return v;
-}
-
-/// Double inputs: random bit patterns plus floats widened with a small perturbation
-/// below float precision (the cases where one rounding differs from two).
-inline std::vector<double> double_inputs(std::size_t n) {
-  std::vector<double> v(n);
-  const std::vector<float> f = float_inputs(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i % 2 == 0) {
-      v[i] = kvq::bit_cast<double>(kvq::device::mix64(i ^ 0x5555u));
-    } else {
-      const double x = static_cast<double>(f[i]);
-      v[i] = x + x * 0x1p-40 * static_cast<double>(static_cast<int>(i % 7u) - 3);
-    }
-  }
-  return v;
-}
 
 // ---- comparison -------------------------------------------------------------------
 
@@ -210,6 +170,115 @@ inline std::vector<check_result> all_conversion_checks(std::size_t n) {
   decode_checks<fmt::e4m3fnuz, float>(out);
   decode_checks<fmt::e5m2fnuz, double>(out);
   packed_checks(out, std::vector<float>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(n / 2 * 2)));
+  return out;
+}
+
+// ---- block-scaled schemes -------------------------------------------------------------
+
+template <class T>
+void push_compare(std::vector<check_result>& out, const std::string& name, const thrust::device_vector<T>& dev,
+                  const std::vector<T>& expected) {
+  if (expected.empty() && dev.empty()) return;  // the scheme has no such buffer
+  out.push_back(compare(name, dev, expected));
+}
+
+/// One scheme on one input: device quantize/dequantize vs kvq::block::quantize/dequantize.
+template <class S, class In = kvq::block::f32_input>
+void block_checks(std::vector<check_result>& out, const std::string& label, const S& s,
+                  const std::vector<typename In::storage>& x, kvq::block::tensor_value tv) {
+  namespace kb = kvq::block;
+  using scale_t = typename S::scale_type;
+  const std::string name = label + " " + In::name + (tv.from_data ? " computed" : " given");
+  const std::size_t n = x.size();
+  const kb::buffer_sizes z = kb::sizes_of(s, n);
+  std::vector<std::uint8_t> codes(z.code_bytes);
+  std::vector<scale_t> scales(z.scales);
+  std::vector<float> zeros(z.zeros);
+  const float t = kb::quantize<S, In>(s, x.data(), n, tv, codes.data(), codes.size(), scales.data(), scales.size(),
+                                      zeros.data(), zeros.size());
+  std::vector<float> deq(n);
+  kb::dequantize(s, codes.data(), codes.size(), scales.data(), scales.size(), zeros.data(), zeros.size(), t,
+                 deq.data(), n);
+
+  thrust::device_vector<typename In::storage> d_x(x.begin(), x.end());
+  thrust::device_vector<std::uint8_t> d_codes;
+  thrust::device_vector<scale_t> d_scales;
+  thrust::device_vector<float> d_zeros, d_deq;
+  const float d_t = kvq::device::quantize<S, In>(s, d_x, tv, d_codes, d_scales, d_zeros);
+  kvq::device::dequantize(s, d_codes, d_scales, d_zeros, d_t, n, d_deq);
+
+  push_compare(out, "quantize codes " + name, d_codes, codes);
+  push_compare(out, "quantize scales " + name, d_scales, scales);
+  push_compare(out, "quantize zeros " + name, d_zeros, zeros);
+  {
+    thrust::device_vector<float> d_tv(1, d_t);
+    out.push_back(compare("tensor value " + name, d_tv, std::vector<float>{t}));
+  }
+  push_compare(out, "dequantize " + name, d_deq, deq);
+}
+
+/// Every recipe of kvq/block.hpp on rows x 128 KV-like inputs (f32; bf16 and fp16
+/// for a few), with the tensor value computed from the data and given.
+inline std::vector<check_result> all_block_checks(std::size_t rows) {
+  namespace kb = kvq::block;
+  namespace fmt = kvq::fmt;
+  using kb::tensor_value;
+  std::vector<check_result> out;
+  const std::size_t cols = 128;
+  const std::vector<float> x = kv_inputs(rows, cols);
+  std::vector<std::uint16_t> xb(x.size()), xh(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    xb[i] = kvq::float_to_bf16_rn(x[i]);
+    xh[i] = kvq::float_to_fp16_rn(x[i]);
+  }
+  const tensor_value computed = tensor_value::computed();
+
+  kb::nvfp4_te te;
+  block_checks(out, "nvfp4_te rcp_of_product", te, x, computed);
+  block_checks(out, "nvfp4_te rcp_of_product", te, x, tensor_value::given(1000.0f));
+  block_checks<kb::nvfp4_te, kb::bf16_input>(out, "nvfp4_te rcp_of_product", te, xb, computed);
+  te.inverse = kb::nvfp4_te::inverse_rule::enc_div_scale;
+  block_checks(out, "nvfp4_te enc_div_scale", te, x, computed);
+  block_checks(out, "nvfp4_vllm", kb::nvfp4_vllm<>{}, x, tensor_value::given(0.25f));
+  block_checks<kb::nvfp4_vllm<>, kb::fp16_input>(out, "nvfp4_vllm", kb::nvfp4_vllm<>{}, xh, tensor_value::given(0.25f));
+  block_checks(out, "nvfp4_vllm_4over6", kb::nvfp4_vllm_4over6<>{}, x, tensor_value::given(0.25f));
+  block_checks(out, "nvfp4_torchao", kb::nvfp4_torchao{}, x, computed);
+  block_checks(out, "nvfp4_torchao_two_level", kb::nvfp4_torchao_two_level{}, x, computed);
+
+  block_checks(out, "mx_floor e4m3", kb::mx_floor<fmt::e4m3>{}, x, computed);
+  block_checks(out, "mx_floor e5m2", kb::mx_floor<fmt::e5m2>{}, x, computed);
+  block_checks(out, "mx_floor e3m2", kb::mx_floor<fmt::e3m2>{}, x, computed);
+  block_checks(out, "mx_floor e2m3", kb::mx_floor<fmt::e2m3>{}, x, computed);
+  block_checks(out, "mx_floor e2m1", kb::mx_floor<fmt::e2m1>{}, x, computed);
+  block_checks(out, "mx_floor_microxcaling e2m1", kb::mx_floor_microxcaling<fmt::e2m1>{}, x, computed);
+  block_checks(out, "mx_rceil_te e4m3", kb::mx_rceil_te<fmt::e4m3>{}, x, computed);
+  block_checks(out, "mx_rceil_te e2m1", kb::mx_rceil_te<fmt::e2m1>{}, x, computed);
+  block_checks<kb::mx_rceil_te<fmt::e2m1>, kb::bf16_input>(out, "mx_rceil_te e2m1", kb::mx_rceil_te<fmt::e2m1>{}, xb,
+                                                           computed);
+  block_checks(out, "mx_rceil_torchao e2m1", kb::mx_rceil_torchao<fmt::e2m1>{}, x, computed);
+
+  block_checks(out, "fp8_per_tensor e4m3", kb::fp8_per_tensor<fmt::e4m3>{}, x, computed);
+  block_checks(out, "fp8_per_tensor e4m3", kb::fp8_per_tensor<fmt::e4m3>{}, x, tensor_value::given(1.0f));
+  block_checks(out, "fp8_per_tensor e5m2", kb::fp8_per_tensor<fmt::e5m2>{}, x, computed);
+  block_checks(out, "per_token_head fp8", kb::per_token_head<fmt::e4m3>{}, x, computed);
+  block_checks(out, "per_token_head int8", kb::per_token_head<kb::int8_element>{}, x, computed);
+  block_checks(out, "kivi int8", kb::kivi_group<8>{}, x, computed);
+  block_checks(out, "kivi int4", kb::kivi_group<4>{}, x, computed);
+  block_checks(out, "kivi int2", kb::kivi_group<2>{}, x, computed);
+  block_checks<kb::kivi_group_fp16<4>, kb::fp16_input>(out, "kivi_fp16 int4", kb::kivi_group_fp16<4>{}, xh, computed);
+
+  // The tensor amax reduction under every NaN rule, including all-NaN and empty input.
+  for (kb::amax_nan rule : {kb::amax_nan::ignore, kb::amax_nan::ignore_unless_all, kb::amax_nan::propagate}) {
+    const std::string rn = rule == kb::amax_nan::ignore ? "ignore" : rule == kb::amax_nan::propagate ? "propagate"
+                                                                                                        : "ignore_unless_all";
+    const std::vector<float> nans(100, kvq::bit_cast<float>(0xFFC00001u));
+    for (const auto* v : {&x, &nans}) {
+      thrust::device_vector<float> d(v->begin(), v->end());
+      thrust::device_vector<float> got(1, kvq::device::tensor_amax(d, rule));
+      out.push_back(compare("tensor_amax " + rn + (v == &x ? " kv" : " all-NaN"), got,
+                            std::vector<float>{kb::tensor_amax(v->data(), v->size(), rule)}));
+    }
+  }
   return out;
 }
 

@@ -112,6 +112,24 @@ TEST_CASE("element-wise encode/decode are bit-identical to the serial emulator",
   }
 }
 
+TEST_CASE("block quantize/dequantize of every scheme is bit-identical to the serial emulator", "[device]") {
+  for (int threads : {1, 2}) {
+    thread_limit limit(threads);
+    INFO("backend " << kvq::device::system_name() << ", threads " << threads);
+    require_all(kvq_test::all_block_checks(96));
+  }
+}
+
+TEST_CASE("device block quantize rejects a length that is not a multiple of the block size", "[device]") {
+  thrust::device_vector<float> x(100, 1.0f);
+  thrust::device_vector<std::uint8_t> codes;
+  thrust::device_vector<std::uint8_t> scales;
+  thrust::device_vector<float> zeros;
+  CHECK_THROWS_WITH(kvq::device::quantize(kvq::block::nvfp4_te{}, x, kvq::block::tensor_value::computed(), codes,
+                                          scales, zeros),
+                    Catch::Contains("100") && Catch::Contains("16"));
+}
+
 TEST_CASE("a wrong result is detected by the comparison", "[device]") {
   // The checks above must be able to fail: corrupt one element of a device result.
   const std::vector<float> in = kvq_test::float_inputs(4096);
