@@ -1,0 +1,16 @@
+# cmake -DPROGRAMS="a;b;c" -P compare_outputs.cmake: runs each program and fails unless
+# all outputs are identical.
+set(first "")
+foreach(p IN LISTS PROGRAMS)
+  execute_process(COMMAND ${p} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${p} failed (${rc})")
+  endif()
+  message(STATUS "${p}:\n${out}")
+  if(first STREQUAL "")
+    set(first "${out}")
+    set(first_name "${p}")
+  elseif(NOT out STREQUAL first)
+    message(FATAL_ERROR "output of ${p} differs from ${first_name}")
+  endif()
+endforeach()
