@@ -7,6 +7,7 @@
 #include <kvq/inject/random.hpp>
 #include <kvq/inject/types.hpp>
 #include <kvq/inject/generate.hpp>
+#include <kvq/inject/rope_row.hpp>
 #include <kvq/inject/rope.hpp>
 #include <kvq/inject/patterns.hpp>
 #include <kvq/inject/scenario.hpp>

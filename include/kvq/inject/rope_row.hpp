@@ -1,0 +1,47 @@
+// kvq/inject/rope_row.hpp — the per-row RoPE arithmetic (host and device, no Eigen);
+// the recipe is documented in kvq/inject/rope.hpp.
+#pragma once
+
+#include <cstddef>
+
+#include <kvq/config.hpp>
+#include <kvq/attention/math.hpp>
+
+namespace kvq {
+namespace inject {
+
+enum class rope_style { half, interleaved };
+
+struct rope_config {
+  double base = 10000.0;
+  rope_style style = rope_style::half;
+  std::size_t rotary_dim = 0;  // 0: the whole head dimension (must be even)
+};
+
+/// inv_freq[i] for pair i (float, as in the HF recipe).
+KVQ_HD inline float rope_inv_freq(std::size_t pair, std::size_t rotary_dim, float base) {
+  const float e = static_cast<float>(2 * pair) / static_cast<float>(rotary_dim);
+  const double p = math::exp(static_cast<double>(e) * math::log(static_cast<double>(base)));
+  return 1.0f / static_cast<float>(p);
+}
+
+/// Rotates one row x[0..head_dim) for `position`, given inv_freq[0..rotary_dim/2).
+KVQ_HD inline void rope_rotate_row(float* x, std::size_t rotary_dim, std::size_t position, const float* inv_freq,
+                                   rope_style style) {
+  const std::size_t half = rotary_dim / 2;
+  const float pos = static_cast<float>(position);
+  for (std::size_t i = 0; i < half; ++i) {
+    const float angle = pos * inv_freq[i];
+    float s = 0.0f, c = 0.0f;
+    math::sincos(angle, s, c);
+    const std::size_t a = style == rope_style::half ? i : 2 * i;
+    const std::size_t b = style == rope_style::half ? i + half : 2 * i + 1;
+    const float xa = x[a], xb = x[b];
+    const float ca = xa * c, sb = xb * s, cb = xb * c, sa = xa * s;
+    x[a] = ca - sb;
+    x[b] = cb + sa;
+  }
+}
+
+}  // namespace inject
+}  // namespace kvq
