@@ -129,12 +129,12 @@ inline void print_table(const char* title, const collecting_reporter& rep, const
     return true;
   };
   std::printf("\n%s\n", title);
-  std::printf("%-28s %10s %12s %10s %10s\n", "", "ns/value", "values/s", "x memcpy", "CUDA/kvq");
+  std::printf("%-38s %10s %12s %10s %10s\n", "", "ns/value", "values/s", "x memcpy", "CUDA/kvq");
   for (const row& r : rows) {
     double t = 0;
     if (!find(r.bench, t)) continue;
     const double nsv = t * 1e9 / static_cast<double>(values);
-    std::printf("%-28s %10.3f %12.3e", r.label.c_str(), nsv, static_cast<double>(values) / t);
+    std::printf("%-38s %10.3f %12.3e", r.label.c_str(), nsv, static_cast<double>(values) / t);
     double tm = 0, tc = 0;
     if (find(r.memcpy_bench, tm)) std::printf(" %10.2f", t / tm); else std::printf(" %10s", "-");
     if (find(r.cuda_bench, tc)) std::printf(" %10.1f", tc / t); else std::printf(" %10s", "-");
