@@ -6,3 +6,5 @@
 #include <kvq/format.hpp>
 #include <kvq/block.hpp>
 #include <kvq/kv.hpp>
+#include <kvq/inject.hpp>
+#include <kvq/attention.hpp>
