@@ -325,3 +325,26 @@ TEST_CASE("scheme descriptions", "[block][api]") {
   CHECK(kb::info_of(kb::nvfp4_vllm<>{}).exact == kb::exactness::needs_instruction_model);
   CHECK(kb::info_of(kb::mxfp4_rceil{}).bits_per_value == 4.25);
 }
+
+TEST_CASE("the branch-free e2m1 encoder and the bit decoders agree with the format core", "[block][fast]") {
+  // every float whose top 24 bits vary (all exponents, signs, NaN/Inf) plus low-bit noise,
+  // and every exact midpoint of the e2m1 grid with its neighbours
+  for (std::uint32_t hi = 0; hi < (1u << 16); ++hi) {
+    for (std::uint32_t lo : {0x0000u, 0x0001u, 0x7FFFu, 0x8000u, 0xFFFFu}) {
+      const float f = oracle::ffrom((hi << 16) | lo);
+      REQUIRE(kb::detail::e2m1_rn(f) == kvq::encode<kvq::fmt::e2m1>(f));
+    }
+  }
+  for (float m : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f})
+    for (float f : {m, std::nextafter(m, 0.0f), std::nextafter(m, 100.0f), -m})
+      REQUIRE(kb::detail::e2m1_rn(f) == kvq::encode<kvq::fmt::e2m1>(f));
+  for (int c = 0; c < 256; ++c) {
+    const float a = kb::detail::e4m3_value(static_cast<std::uint8_t>(c));
+    const float b = kvq::decode<kvq::fmt::e4m3>(static_cast<std::uint8_t>(c));
+    REQUIRE((std::isnan(a) ? std::isnan(b) : oracle::fbits(a) == oracle::fbits(b)));
+    if (c < 16) {
+      REQUIRE(oracle::fbits(kb::detail::e2m1_value(static_cast<std::uint8_t>(c))) ==
+              oracle::fbits(kvq::decode<kvq::fmt::e2m1>(static_cast<std::uint8_t>(c))));
+    }
+  }
+}

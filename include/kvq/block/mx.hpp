@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <kvq/block/scheme.hpp>
 #include <kvq/config.hpp>
@@ -99,6 +100,15 @@ struct mx_recipe {
     return detail::e8m0_value(e);
   }
 
+  /// 4-bit element code: the branch-free e2m1 encoder for round-to-nearest-even.
+  KVQ_HD static std::uint8_t elem4(float v) noexcept {
+    if constexpr (ElemRounding == rounding::nearest_even && std::is_same<element_format, fmt::e2m1>::value) {
+      return detail::e2m1_rn(v);
+    } else {
+      return kvq::encode<element_format>(v, ElemRounding, overflow::satfinite);
+    }
+  }
+
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
                              float* /*zero*/) const noexcept {
@@ -108,9 +118,7 @@ struct mx_recipe {
     const float inv = inverse_of(e);
     if (storage_bits == 4) {
       for (int i = 0; i < 16; ++i) {
-        const std::uint8_t lo = kvq::encode<element_format>(In::load(x[2 * i]) * inv, ElemRounding, overflow::satfinite);
-        const std::uint8_t hi = kvq::encode<element_format>(In::load(x[2 * i + 1]) * inv, ElemRounding, overflow::satfinite);
-        codes[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+        codes[i] = static_cast<std::uint8_t>(elem4(In::load(x[2 * i]) * inv) | (elem4(In::load(x[2 * i + 1]) * inv) << 4));
       }
     } else {
       for (int i = 0; i < 32; ++i)
@@ -123,8 +131,8 @@ struct mx_recipe {
     const float s = scale_value(scale);
     if (storage_bits == 4) {
       for (int i = 0; i < 16; ++i) {
-        out[2 * i] = kvq::decode<element_format, float>(static_cast<std::uint8_t>(codes[i] & 0x0Fu)) * s;
-        out[2 * i + 1] = kvq::decode<element_format, float>(static_cast<std::uint8_t>(codes[i] >> 4)) * s;
+        out[2 * i] = detail::e2m1_value(static_cast<std::uint8_t>(codes[i] & 0x0Fu)) * s;
+        out[2 * i + 1] = detail::e2m1_value(static_cast<std::uint8_t>(codes[i] >> 4)) * s;
       }
     } else {
       for (int i = 0; i < 32; ++i) out[i] = kvq::decode<element_format, float>(codes[i]) * s;

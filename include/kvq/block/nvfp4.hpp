@@ -83,12 +83,6 @@ namespace detail {
 KVQ_HD inline std::uint8_t e4m3_rn_sat(float v) noexcept {
   return kvq::encode<fmt::e4m3>(v, rounding::nearest_even, overflow::satfinite);
 }
-KVQ_HD inline std::uint8_t e2m1_rn(float v) noexcept {
-  return kvq::encode<fmt::e2m1>(v, rounding::nearest_even, overflow::satfinite);
-}
-KVQ_HD inline float e4m3_value(std::uint8_t c) noexcept { return kvq::decode<fmt::e4m3, float>(c); }
-KVQ_HD inline float e2m1_value(std::uint8_t c) noexcept { return kvq::decode<fmt::e2m1, float>(c); }
-
 /// Write 16 e2m1 codes of x_i * s into 8 bytes, element 2i in the low nibble.
 template <class In>
 KVQ_HD inline void store_e2m1_scaled(const typename In::storage* x, float s, std::uint8_t* out) noexcept {

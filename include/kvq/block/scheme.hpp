@@ -103,6 +103,36 @@ KVQ_HD inline float e8m0_value(std::uint8_t e) noexcept {
   return bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::uint32_t>(e) << 23));
 }
 
+/// e2m1 round-to-nearest-even with saturation, as kvq::encode<fmt::e2m1>(v) (and
+/// cvt.rn.satfinite.e2m1x2.f32), written as the threshold comparisons of the grid
+/// 0, 0.5, 1, 1.5, 2, 3, 4, 6 so it is branch-free: a midpoint goes to the even code
+/// (`>` where the lower neighbour is even, `>=` where the upper one is). NaN -> 0x7 (+6),
+/// -0 and negatives below 0.25 -> 0x8 (-0). tests/block checks it against kvq::encode.
+KVQ_HD inline std::uint8_t e2m1_rn(float v) noexcept {
+  const float a = abs_bits(v);
+  const int mag = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+  if (is_nan(v)) return 0x7u;
+  const std::uint8_t sign = (bit_cast<std::uint32_t>(v) >> 31) ? 0x8u : 0x0u;
+  return static_cast<std::uint8_t>(mag | sign);
+}
+/// Exact values of e2m1 and e4m3 codes (= kvq::decode), from bits.
+KVQ_HD inline float e2m1_value(std::uint8_t c) noexcept {
+  const std::uint32_t e = (c >> 1) & 0x3u, m = c & 0x1u, s = static_cast<std::uint32_t>(c & 0x8u) << 28;
+  // e = 0: 0 or 0.5 (subnormal); else 2^(e-1) * (1 + m/2)
+  const std::uint32_t mag = e ? (((e + 126u) << 23) | (m << 22)) : (m ? 0x3F000000u : 0u);
+  return bit_cast<float>(s | mag);
+}
+KVQ_HD inline float e4m3_value(std::uint8_t c) noexcept {
+  const std::uint32_t s = static_cast<std::uint32_t>(c & 0x80u) << 24;
+  const std::uint32_t e = (c >> 3) & 0xFu, m = c & 0x7u;
+  if ((c & 0x7Fu) == 0x7Fu) return bit_cast<float>(s | 0x7FC00000u);
+  if (e == 0) {
+    const float v = static_cast<float>(m) * 0.001953125f;  // m * 2^-9, exact
+    return s ? -v : v;
+  }
+  return bit_cast<float>(s | ((e + 120u) << 23) | (m << 20));
+}
+
 }  // namespace detail
 
 /// Block amax under the NaN rules of the references.
@@ -116,14 +146,12 @@ template <class In>
 KVQ_HD inline float block_amax(const typename In::storage* x, std::size_t n, amax_nan rule) noexcept {
   float m = 0.0f;
   bool any_nan = false, all_nan = true;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = 0; i < n; ++i) {  // branch-free: a NaN never compares greater
     const float a = detail::abs_bits(In::load(x[i]));
-    if (detail::is_nan(a)) {
-      any_nan = true;
-    } else {
-      all_nan = false;
-      m = a > m ? a : m;
-    }
+    const bool nan = detail::is_nan(a);
+    any_nan = any_nan | nan;
+    all_nan = all_nan & nan;
+    m = a > m ? a : m;
   }
   const float qnan = bit_cast<float>(0x7FC00000u);
   if (rule == amax_nan::propagate && any_nan) return qnan;
