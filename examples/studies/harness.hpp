@@ -420,6 +420,13 @@ struct table {
   bool terminal = true;  // printed in the terminal
 };
 
+// Index of a column by name (std::logic_error if absent: a bug in the study).
+inline std::size_t column_index(const table& t, const std::string& name) {
+  for (std::size_t i = 0; i < t.columns.size(); ++i)
+    if (t.columns[i].name == name) return i;
+  throw std::logic_error("no column " + name + " in table " + t.title);
+}
+
 struct result {
   std::vector<table> tables;
   std::vector<std::string> findings;  // plain-words lines computed from the numbers
@@ -529,7 +536,18 @@ class progress {
     t0_ = std::chrono::steady_clock::now();
   }
   static bool stderr_is_terminal() { return KVQ_STUDY_ISATTY(2) != 0; }
-  void set_total(double work) { total_ = work; }
+  // A study with several phases announces the whole work first; otherwise each
+  // run_tasks call restarts the bar with its own total.
+  void plan(double work) {
+    total_ = work;
+    done_ = 0;
+    planned_ = true;
+  }
+  bool planned() const { return planned_; }
+  void set_total(double work) {
+    total_ = work;
+    done_ = 0;
+  }
   void advance(double work) {
     if (!on_) return;
     std::lock_guard<std::mutex> lock(m_);
@@ -552,6 +570,7 @@ class progress {
  private:
   std::string label_;
   bool on_;
+  bool planned_ = false;
   double total_ = 0, done_ = 0;
   std::mutex m_;
   std::chrono::steady_clock::time_point t0_, last_{};
@@ -573,7 +592,7 @@ void run_tasks(std::size_t n, const std::vector<double>& cost, unsigned threads,
   if (cost.size() == n)
     std::stable_sort(order.begin(), order.end(),
                      [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
-  if (prog) {
+  if (prog && !prog->planned()) {
     double tot = 0;
     for (std::size_t i = 0; i < n; ++i) tot += cost.size() == n ? cost[i] : 1.0;
     prog->set_total(tot);

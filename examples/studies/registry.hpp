@@ -2,6 +2,7 @@
 #pragma once
 
 #include "harness.hpp"
+#include "outliers.hpp"
 
 #include <string>
 #include <vector>
@@ -9,7 +10,7 @@
 namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
-  static const std::vector<study_def> v = {};
+  static const std::vector<study_def> v = {outliers::definition()};
   return v;
 }
 
