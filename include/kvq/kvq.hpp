@@ -8,3 +8,5 @@
 #include <kvq/kv.hpp>
 #include <kvq/inject.hpp>
 #include <kvq/attention.hpp>
+#include <kvq/metrics.hpp>
+#include <kvq/verify.hpp>
