@@ -46,10 +46,23 @@ TOTAL_SKIPPED=0
 SUMMARY=()
 CURRENT_STAGE=""
 CURRENT_START=0
+CURRENT_CPU=0
 CURRENT_COUNTED_FAILURE=0
 T0=$SECONDS
 
 fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+
+# CPU seconds (user + system) used so far by finished child processes. Printed next to
+# wall time: on a shared machine wall time says little, CPU time / cores is the estimate
+# for a dedicated one.
+TIMES_FILE=$(mktemp)
+cpu_seconds() {
+  local u s
+  times >"$TIMES_FILE"        # a builtin with a redirection: runs in this shell, no fork
+  read -r u s < <(tail -n 1 "$TIMES_FILE")   # children's user and system time
+  awk -v u="$u" -v s="$s" 'function sec(t,  a) { split(t, a, /[ms]/); return a[1] * 60 + a[2] }
+    BEGIN { printf "%d\n", sec(u) + sec(s) + 0.5 }'
+}
 
 # junit_counts FILE: prints "passed failed skipped" from a ctest JUnit report, counting
 # as ctest's own summary does: status "run" passed, "fail" failed, "notrun" is a skip only
@@ -102,30 +115,42 @@ print_summary() {
   local rc=$1
   if [[ -n "$CURRENT_STAGE" ]]; then
     # The script is exiting inside a stage: set -e stopped it there.
-    SUMMARY+=("$(printf '  %-16s %-7s %s' "$CURRENT_STAGE" FAILED "$(fmt_time $((SECONDS - CURRENT_START)))")")
+    SUMMARY+=("$(stage_line "$CURRENT_STAGE" FAILED)")
     (( CURRENT_COUNTED_FAILURE )) || TOTAL_FAILED=$((TOTAL_FAILED + 1))
   fi
   echo
   echo "==================== kvq test summary ===================="
-  printf '%s\n' "${SUMMARY[@]}"
-  printf '  %-16s %-7s %s\n' total "" "$(fmt_time $((SECONDS - T0)))"
+  printf '  %-16s %-7s %8s %8s\n' stage status wall cpu
+  (( ${#SUMMARY[@]} )) && printf '%s\n' "${SUMMARY[@]}"
+  printf '  %-16s %-7s %8s %8s\n' total "" "$(fmt_time $((SECONDS - T0)))" "$(fmt_time "$(cpu_seconds)")"
   (( TOTAL_SKIPPED > 0 )) && echo "  ($TOTAL_SKIPPED tests skipped, not counted below)"
-  (( rc != 0 )) && echo "  FAILED (exit status $rc)"
+  if (( rc != 0 )); then
+    echo "  FAILED (exit status $rc)"
+    (( TOTAL_FAILED > 0 )) || TOTAL_FAILED=1   # a failing run never reads "0 failed"
+  fi
   echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
 }
-trap 'print_summary $?' EXIT
+trap 'print_summary $?; rm -f "$TIMES_FILE"' EXIT
+
+# stage_line NAME STATUS: one summary line for the stage that started at CURRENT_START.
+stage_line() {
+  printf '  %-16s %-7s %8s %8s' "$1" "$2" "$(fmt_time $((SECONDS - CURRENT_START)))" \
+         "$(fmt_time $(($(cpu_seconds) - CURRENT_CPU)))"
+}
 
 run_stage() {
   local name=$1
   CURRENT_STAGE=$name
   CURRENT_START=$SECONDS
+  CURRENT_CPU=$(cpu_seconds)
   CURRENT_COUNTED_FAILURE=0
   echo
   echo "==> [$name] $(date -u +%H:%M:%S)"
   "stage_${name//-/_}"
-  local t=$((SECONDS - CURRENT_START))
-  SUMMARY+=("$(printf '  %-16s %-7s %s' "$name" ok "$(fmt_time $t)")")
-  echo "<== [$name] ok in $(fmt_time $t)"
+  local line
+  line=$(stage_line "$name" ok)
+  SUMMARY+=("$line")
+  echo "<== [$name] ok in $(fmt_time $((SECONDS - CURRENT_START)))"
   CURRENT_STAGE=""
 }
 
