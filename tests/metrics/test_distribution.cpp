@@ -31,11 +31,11 @@ std::int64_t ulp_distance(double a, double b) {
 }
 }  // namespace
 
-TEST_CASE("log_d: within 1 ulp of the correctly rounded logarithm", "[metrics][math]") {
+TEST_CASE("the metrics' log (kvq::math::log): within 1 ulp, special values", "[metrics][math]") {
   using kvq::metrics::detail::log_d;
   std::mt19937_64 g(99);
   std::int64_t worst = 0;
-  for (int i = 0; i < 2000000; ++i) {
+  for (int i = 0; i < 200000; ++i) {
     // random positive finite doubles over the whole exponent range, subnormals included
     std::uint64_t u = g() & 0x7fffffffffffffffULL;
     double x;
@@ -45,8 +45,8 @@ TEST_CASE("log_d: within 1 ulp of the correctly rounded logarithm", "[metrics][m
     worst = std::max(worst, ulp_distance(log_d(x), ref));
   }
   // and densely around 1, where the result is small
-  for (int i = -100000; i <= 100000; ++i) {
-    const double x = 1.0 + i * 1e-7;
+  for (int i = -20000; i <= 20000; ++i) {
+    const double x = 1.0 + i * 1e-6;
     const double ref = static_cast<double>(std::log(static_cast<long double>(x)));
     worst = std::max(worst, ulp_distance(log_d(x), ref));
   }

@@ -10,9 +10,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 
 #include <kvq/config.hpp>
+#include <kvq/format/bits.hpp>
 
 namespace kvq::metrics::detail {
 
@@ -67,12 +67,6 @@ KVQ_HD inline bool any_nan(const T* x, std::size_t n) {
   return false;
 }
 
-KVQ_HD inline double quiet_nan() {
-#if KVQ_DEVICE_PASS
-  return __longlong_as_double(0x7ff8000000000000LL);
-#else
-  return std::numeric_limits<double>::quiet_NaN();
-#endif
-}
+KVQ_HD inline double quiet_nan() { return kvq::bit_cast<double>(std::uint64_t{0x7ff8000000000000ULL}); }
 
 }  // namespace kvq::metrics::detail
