@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdlib>
+#include <iomanip>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -68,9 +70,9 @@ struct mismatch_log {
     for (const auto& m : first) {
       os << "\n  input " << hex(m.input, input_hex_digits);
       if (input_hex_digits == 8) {
-        os << " (" << static_cast<double>(float_from_bits(static_cast<std::uint32_t>(m.input))) << ")";
+        os << " (" << std::setprecision(9) << float_from_bits(static_cast<std::uint32_t>(m.input)) << ")";
       } else {
-        os << " (" << double_from_bits(m.input) << ")";
+        os << " (" << std::setprecision(17) << double_from_bits(m.input) << ")";
       }
       os << " " << m.what << ": expected " << hex(m.expected, 2) << " got " << hex(m.got, 2);
       if (m.cuda >= 0) os << " cuda " << hex(static_cast<unsigned>(m.cuda), 2);
@@ -107,11 +109,15 @@ mismatch_log parallel_sweep(std::uint64_t begin, std::uint64_t end, std::uint64_
   return all;
 }
 
+// Wall time and process CPU time (all threads): on a shared machine the CPU time
+// divided by the thread count is the better estimate of an unloaded run.
 struct stopwatch {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  std::clock_t c0 = std::clock();
   double seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
+  double cpu_seconds() const { return static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC; }
 };
 
 }  // namespace kvqtest

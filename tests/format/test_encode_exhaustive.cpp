@@ -1,4 +1,4 @@
-// Every float bit pattern through kvq::encode, compared with (a) CUDA's host conversion
+// Every float bit pattern through kvq::encode (and kvq::encode_n), compared with (a) CUDA's host conversion
 // functions (when the toolkit is present) and (b) the independent oracle of
 // oracle.hpp, for every configuration CUDA offers. The remaining configurations
 // (kvq-only formats and research rounding modes) are checked against the oracle on a
@@ -6,14 +6,17 @@
 // are 0, 1 or 0x1FFF (that hits every tie of every format and both float neighbours
 // of it).
 //
-// KVQ_EXHAUSTIVE_STRIDE=n visits every n-th bit pattern (development runs).
+// KVQ_EXHAUSTIVE_STRIDE=n visits every n-th bit pattern (development runs); the tie
+// patterns are then added to every configuration so that ties stay covered.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <kvq/format.hpp>
 
@@ -44,69 +47,143 @@ struct walking_oracle {
   }
 };
 
-// Checks inputs map(first), map(first+stride), ... below map's range end.
-template <class F, class Map, class Cuda>
-void check_inputs(const table& T, rmode r, ovf o, Map map, Cuda cuda, std::uint64_t first, std::uint64_t last,
-                  std::uint64_t stride, mismatch_log& log) {
+// The expected code of every float bit pattern for one configuration, as runs of
+// equal codes. Within each region below, the oracle's code is a monotone function of
+// |x| composed with an injective sign rule, so every code occupies one contiguous run
+// of bit patterns and the run ends are found by binary search on table::encode (the
+// per-input oracle). The sweep then derives each input's expected code from the run
+// boundaries; on every 4096th input it also asks the per-input oracle directly.
+struct code_runs {
+  std::vector<std::uint64_t> start;  // ascending; start[0] == 0; a last entry 2^32 closes the last run
+  std::vector<unsigned> code;
+
+  code_runs(const table& T, rmode r, ovf o) {
+    const auto f = [&](std::uint64_t u) { return T.encode(float_from_bits(static_cast<std::uint32_t>(u)), r, o); };
+    // finite >= +0, +Inf, +NaN, finite <= -0, -Inf, -NaN
+    const std::uint64_t bounds[] = {0, 0x7F800000, 0x7F800001, 0x80000000, 0xFF800000, 0xFF800001, 1ull << 32};
+    for (int g = 0; g + 1 < 7; ++g) {
+      for (std::uint64_t u = bounds[g]; u < bounds[g + 1];) {
+        const unsigned c = f(u);
+        std::uint64_t lo = u, hi = bounds[g + 1];  // f(lo) == c; the run ends below hi
+        while (hi - lo > 1) {
+          const std::uint64_t mid = lo + (hi - lo) / 2;
+          if (f(mid) == c) lo = mid;
+          else hi = mid;
+        }
+        start.push_back(u);
+        code.push_back(c);
+        u = lo + 1;
+      }
+    }
+    start.push_back(1ull << 32);
+  }
+  std::size_t find(std::uint64_t u) const {
+    return static_cast<std::size_t>(std::upper_bound(start.begin(), start.end(), u) - start.begin()) - 1;
+  }
+};
+
+// Exhaustive configurations: inputs map(first), map(first+stride), ... below last
+// (ascending). kvq::encode with the policy as compile-time constants (as a caller
+// writing encode<F>(x) gets it) and, for nearest_even, kvq::encode_n, whose float fast
+// path is separate code; CUDA's result for every input.
+template <class F, kvq::rounding R, kvq::overflow O, class Map, class Cuda>
+void check_exhaustive(const table& T, const code_runs& runs, rmode r, ovf o, Map map, Cuda cuda,
+                      std::uint64_t first, std::uint64_t last, std::uint64_t stride, mismatch_log& log) {
+  walking_oracle direct{T};
+  std::size_t k = runs.find(map(first));
+  constexpr std::size_t block = 1024;
+  std::uint32_t us[block];
+  float xs[block];
+  std::uint8_t bulk[block];
+  for (std::uint64_t idx = first; idx < last;) {
+    std::size_t n = 0;
+    for (; n < block && idx < last; ++n, idx += stride) {
+      us[n] = map(idx);
+      xs[n] = float_from_bits(us[n]);
+    }
+    if constexpr (R == kvq::rounding::nearest_even) kvq::encode_n<F>(xs, n, bulk, R, O);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::uint32_t u = us[j];
+      const float x = xs[j];
+      while (u >= runs.start[k + 1]) ++k;
+      const unsigned expected = runs.code[k];
+      const unsigned got = kvq::encode<F>(x, R, O);
+      int c = -1;
+      if constexpr (!std::is_same<Cuda, no_cuda>::value) c = static_cast<int>(cuda(x));
+      if (got != expected) log.add(u, expected, got, c, "kvq::encode vs oracle");
+      if (c >= 0 && static_cast<unsigned>(c) != expected) log.add(u, expected, got, c, "CUDA vs oracle");
+      if constexpr (R == kvq::rounding::nearest_even) {
+        if (bulk[j] != expected) log.add(u, expected, bulk[j], c, "kvq::encode_n vs oracle");
+      }
+      if ((u & 0xFFFu) == 0) {
+        const unsigned d = direct(u, x, r, o);
+        if (d != expected) log.add(u, d, expected, c, "oracle runs vs per-input oracle");
+      }
+    }
+    log.checked += n;
+  }
+}
+
+// Sampled configurations: the per-input oracle on every input; kvq::encode with the
+// policy as run-time arguments and kvq::encode_n.
+template <class F, class Map>
+void check_sampled(const table& T, rmode r, ovf o, Map map, std::uint64_t first, std::uint64_t last,
+                   std::uint64_t stride, mismatch_log& log) {
   walking_oracle oracle{T};
   const kvq::rounding kr = to_kvq(r);
   const kvq::overflow ko = to_kvq(o);
-  for (std::uint64_t idx = first; idx < last; idx += stride) {
-    const std::uint32_t u = map(idx);
-    const float x = float_from_bits(u);
-    const unsigned expected = oracle(u, x, r, o);
-    const unsigned got = kvq::encode<F>(x, kr, ko);
-    ++log.checked;
-    if constexpr (std::is_same<Cuda, no_cuda>::value) {
-      if (got != expected) log.add(u, expected, got, -1, "kvq vs oracle");
-    } else {
-      const unsigned c = cuda(x);
-      if (got != expected) log.add(u, expected, got, static_cast<int>(c), "kvq vs oracle");
-      if (c != expected) log.add(u, expected, got, static_cast<int>(c), "CUDA vs oracle");
+  constexpr std::size_t block = 1024;
+  std::uint32_t us[block];
+  float xs[block];
+  std::uint8_t bulk[block];
+  for (std::uint64_t idx = first; idx < last;) {
+    std::size_t n = 0;
+    for (; n < block && idx < last; ++n, idx += stride) {
+      us[n] = map(idx);
+      xs[n] = float_from_bits(us[n]);
     }
+    kvq::encode_n<F>(xs, n, bulk, kr, ko);
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::uint32_t u = us[j];
+      const unsigned expected = oracle(u, xs[j], r, o);
+      const unsigned got = kvq::encode<F>(xs[j], kr, ko);
+      if (got != expected) log.add(u, expected, got, -1, "kvq::encode vs oracle");
+      if (bulk[j] != expected) log.add(u, expected, bulk[j], -1, "kvq::encode_n vs oracle");
+    }
+    log.checked += n;
   }
 }
 
 struct identity_map {
   std::uint32_t operator()(std::uint64_t i) const { return static_cast<std::uint32_t>(i); }
 };
-// Index -> patterns whose low 13 bits are 0x1FFF, 0 or 1 (ascending).
+// Index -> the patterns (k << 13) - 1, k << 13, (k << 13) + 1 for k >= 1, ascending:
+// every tie of every format (a midpoint has at most 9 significant bits) and its two
+// float neighbours.
 struct tie_map {
   std::uint32_t operator()(std::uint64_t i) const {
     static constexpr std::uint32_t low[3] = {0x1FFFu, 0x2000u, 0x2001u};
     return static_cast<std::uint32_t>(((i / 3) << 13) + low[i % 3] - 0x2000u);
   }
 };
-constexpr std::uint64_t tie_count = 3ull << 19;
+constexpr std::uint64_t tie_first = 3;
+constexpr std::uint64_t tie_last = 3ull << 19;
 
-template <class F, class Cuda>
-mismatch_log sweep(const table& T, rmode r, ovf o, Cuda cuda, bool exhaustive) {
-  const std::uint64_t stride = exhaustive_stride();
-  if (exhaustive) {
-    return parallel_sweep(0, 1ull << 32, stride, [&](std::uint64_t a, std::uint64_t b, std::uint64_t s, mismatch_log& l) {
-      check_inputs<F>(T, r, o, identity_map{}, cuda, a, b, s, l);
-    });
-  }
-  mismatch_log log = parallel_sweep(0, 1ull << 32, 97 * stride,
-                                    [&](std::uint64_t a, std::uint64_t b, std::uint64_t s, mismatch_log& l) {
-                                      check_inputs<F>(T, r, o, identity_map{}, cuda, a, b, s, l);
-                                    });
-  // 0x1FFF - 0x2000 wraps for i < 3: start at index 3 and add pattern 0/1 separately.
-  log.merge(parallel_sweep(3, tie_count, 1, [&](std::uint64_t a, std::uint64_t b, std::uint64_t s, mismatch_log& l) {
-    check_inputs<F>(T, r, o, tie_map{}, cuda, a, b, s, l);
-  }));
-  log.merge(parallel_sweep(0, 2, 1, [&](std::uint64_t a, std::uint64_t b, std::uint64_t s, mismatch_log& l) {
-    check_inputs<F>(T, r, o, identity_map{}, cuda, a, b, s, l);
+// Runs `check(map, first, last, stride, log)` over the bit patterns of a sweep: all
+// of them (stride 1), or every step-th plus the tie patterns.
+template <class Check>
+mismatch_log sweep(std::uint64_t step, Check check) {
+  mismatch_log log = parallel_sweep(0, 1ull << 32, step, [&](std::uint64_t a, std::uint64_t b, std::uint64_t s, mismatch_log& l) {
+    check(identity_map{}, a, b, s, l);
+  });
+  if (step == 1) return log;  // the tie patterns are already included
+  log.merge(parallel_sweep(tie_first, tie_last, 1, [&](std::uint64_t a, std::uint64_t b, std::uint64_t s, mismatch_log& l) {
+    check(tie_map{}, a, b, s, l);
   }));
   return log;
 }
 
-template <class F>
-unsigned format_of_max_code() {
-  return kvq::format_of_t<F>::max_finite_code;
-}
-
-// The oracle's table must equal kvq::decode, code by code (NaN codes: both NaN).
+// The oracle's table must equal kvq::decode, code by code.
 template <class F>
 void check_table(const table& T) {
   for (std::size_t k = 0; k < T.v.size(); ++k) {
@@ -114,24 +191,51 @@ void check_table(const table& T) {
     CHECK(static_cast<double>(kvq::decode<F, float>(static_cast<std::uint8_t>(T.code[k]))) == T.v[k]);
     CHECK(kvq::decode<F, double>(static_cast<std::uint8_t>(T.code[k])) == T.v[k]);
   }
-  CHECK(T.code[T.size() - 1] == format_of_max_code<F>());
+  CHECK(T.code[T.size() - 1] == static_cast<unsigned>(kvq::format_of_t<F>::max_finite_code));
 }
 
-template <class F, class Cuda>
-void run_config(rmode r, ovf o, Cuda cuda, bool exhaustive) {
-  const table T(ref<F>::L);
-  check_table<F>(T);
-  stopwatch sw;
-  const mismatch_log log = sweep<F>(T, r, o, cuda, exhaustive);
-  const bool with_cuda = !std::is_same<Cuda, no_cuda>::value;
-  std::printf("%-9s %-13s %-9s %-10s %-11s %12llu inputs %6.1f s, %llu mismatches\n", T.L.name, name_of(r),
-              name_of(o), exhaustive ? "all" : "sampled", with_cuda ? "CUDA+oracle" : "oracle",
-              static_cast<unsigned long long>(log.checked), sw.seconds(),
+void report(const table& T, rmode r, ovf o, bool exhaustive, bool with_cuda, const mismatch_log& log,
+            const stopwatch& sw) {
+  std::printf("%-9s %-13s %-9s %-8s %-11s %11llu inputs %6.1f s wall %6.1f s cpu, %llu mismatches\n", T.L.name,
+              name_of(r), name_of(o), exhaustive ? "all" : "sampled", with_cuda ? "CUDA+oracle" : "oracle",
+              static_cast<unsigned long long>(log.checked), sw.seconds(), sw.cpu_seconds(),
               static_cast<unsigned long long>(log.count));
   std::fflush(stdout);
   INFO(T.L.name << " " << name_of(r) << " " << name_of(o) << ": " << log.report(8));
   CHECK(log.count == 0);
   CHECK(log.checked > 0);
+}
+
+rmode from_kvq(kvq::rounding r) {
+  for (rmode m : all_rmodes)
+    if (to_kvq(m) == r) return m;
+  return rmode::nearest_even;
+}
+
+template <class F, kvq::rounding R, kvq::overflow O, class Cuda>
+void run_exhaustive(Cuda cuda) {
+  const table T(ref<F>::L);
+  check_table<F>(T);
+  const rmode r = from_kvq(R);
+  const ovf o = O == kvq::overflow::satfinite ? ovf::satfinite : ovf::nosat;
+  stopwatch sw;
+  const code_runs runs(T, r, o);
+  const mismatch_log log = sweep(exhaustive_stride(), [&](auto map, std::uint64_t a, std::uint64_t b, std::uint64_t s,
+                                                          mismatch_log& l) {
+    check_exhaustive<F, R, O>(T, runs, r, o, map, cuda, a, b, s, l);
+  });
+  report(T, r, o, true, !std::is_same<Cuda, no_cuda>::value, log, sw);
+}
+
+template <class F>
+void run_sampled(rmode r, ovf o) {
+  const table T(ref<F>::L);
+  stopwatch sw;
+  const mismatch_log log = sweep(97 * exhaustive_stride(), [&](auto map, std::uint64_t a, std::uint64_t b,
+                                                               std::uint64_t s, mismatch_log& l) {
+    check_sampled<F>(T, r, o, map, a, b, s, l);
+  });
+  report(T, r, o, false, false, log, sw);
 }
 
 #if defined(KVQ_HAVE_CUDA_ORACLE)
@@ -155,38 +259,48 @@ bool cuda_offers(const layout& L, rmode r, ovf o) {
   return false;
 }
 
+constexpr auto RN = kvq::rounding::nearest_even;
+constexpr auto RZ = kvq::rounding::toward_zero;
+constexpr auto RP = kvq::rounding::up;
+constexpr auto SAT = kvq::overflow::satfinite;
+constexpr auto NOSAT = kvq::overflow::nosat;
+
 }  // namespace
 
 TEST_CASE("e4m3: every float vs CUDA and the oracle", "[exhaustive][e4m3]") {
-  for (ovf o : all_ovfs) run_config<kvq::fmt::e4m3>(rmode::nearest_even, o,
-                                                      KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, rmode::nearest_even, o), true);
+  run_exhaustive<kvq::fmt::e4m3, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, rmode::nearest_even, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e4m3, RN, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, rmode::nearest_even, ovf::nosat));
 }
 
 TEST_CASE("e5m2: every float vs CUDA and the oracle", "[exhaustive][e5m2]") {
-  for (ovf o : all_ovfs) run_config<kvq::fmt::e5m2>(rmode::nearest_even, o,
-                                                      KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, rmode::nearest_even, o), true);
+  run_exhaustive<kvq::fmt::e5m2, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, rmode::nearest_even, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e5m2, RN, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, rmode::nearest_even, ovf::nosat));
 }
 
-// FP6/FP4 are always saturating in CUDA: the nosat flag of kvq makes no difference
-// (checked in the sampled test below); RN and RZ are the modes cuda_fp6.hpp accepts.
+// FP6/FP4 are always saturating in CUDA (the nosat flag of kvq makes no difference;
+// checked in the sampled test below); RN and RZ are the modes cuda_fp6.hpp and
+// cuda_fp4.hpp accept.
 TEST_CASE("e2m3: every float vs CUDA and the oracle", "[exhaustive][e2m3]") {
-  for (rmode r : {rmode::nearest_even, rmode::toward_zero})
-    run_config<kvq::fmt::e2m3>(r, ovf::satfinite, KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, r, ovf::satfinite), true);
+  run_exhaustive<kvq::fmt::e2m3, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, rmode::nearest_even, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e2m3, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, rmode::toward_zero, ovf::satfinite));
 }
 
 TEST_CASE("e3m2: every float vs CUDA and the oracle", "[exhaustive][e3m2]") {
-  for (rmode r : {rmode::nearest_even, rmode::toward_zero})
-    run_config<kvq::fmt::e3m2>(r, ovf::satfinite, KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, r, ovf::satfinite), true);
+  run_exhaustive<kvq::fmt::e3m2, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, rmode::nearest_even, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e3m2, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, rmode::toward_zero, ovf::satfinite));
 }
 
 TEST_CASE("e2m1: every float vs CUDA and the oracle", "[exhaustive][e2m1]") {
-  for (rmode r : {rmode::nearest_even, rmode::toward_zero})
-    run_config<kvq::fmt::e2m1>(r, ovf::satfinite, KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, r, ovf::satfinite), true);
+  run_exhaustive<kvq::fmt::e2m1, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, rmode::nearest_even, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e2m1, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, rmode::toward_zero, ovf::satfinite));
 }
 
+// ue8m0: CUDA offers RZ and RP (cvt.rz/rp[.satfinite].ue8m0x2.f32).
 TEST_CASE("ue8m0: every float vs CUDA and the oracle", "[exhaustive][ue8m0]") {
-  for (rmode r : {rmode::toward_zero, rmode::up})
-    for (ovf o : all_ovfs) run_config<kvq::fmt::ue8m0>(r, o, KVQ_CUDA_OR_NONE(cuda_fn::e8m0, r, o), true);
+  run_exhaustive<kvq::fmt::ue8m0, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::toward_zero, ovf::satfinite));
+  run_exhaustive<kvq::fmt::ue8m0, RZ, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::toward_zero, ovf::nosat));
+  run_exhaustive<kvq::fmt::ue8m0, RP, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::up, ovf::satfinite));
+  run_exhaustive<kvq::fmt::ue8m0, RP, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::up, ovf::nosat));
 }
 
 TEST_CASE("all formats, all rounding modes: sampled floats vs the oracle", "[exhaustive][sampled]") {
@@ -194,6 +308,6 @@ TEST_CASE("all formats, all rounding modes: sampled floats vs the oracle", "[exh
     using F = decltype(f);
     for (rmode r : all_rmodes)
       for (ovf o : all_ovfs)
-        if (!cuda_offers(ref<F>::L, r, o)) run_config<F>(r, o, no_cuda{}, false);
+        if (!cuda_offers(ref<F>::L, r, o)) run_sampled<F>(r, o);
   });
 }
