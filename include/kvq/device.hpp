@@ -1,6 +1,9 @@
 // kvq/device.hpp — the device layer: Thrust algorithms over the KVQ_HD functors of the
 // lower layers (any Thrust device system: CUDA, CPP, OMP, TBB), the GPU's conversion
 // instructions, and CUDA kernels (included only by nvcc).
+//
+// Not part of <kvq/kvq.hpp>: it needs Thrust (the CUDA toolkit's include/cccl) and, with
+// a host compiler, THRUST_DEVICE_SYSTEM set to THRUST_DEVICE_SYSTEM_CPP, _OMP or _TBB.
 #pragma once
 
 #include <kvq/config.hpp>
@@ -10,3 +13,8 @@
 #include <kvq/device/functors.hpp>
 #include <kvq/device/convert.hpp>
 #include <kvq/device/cvt.hpp>
+#include <kvq/device/block.hpp>
+#include <kvq/device/nvfp4_lanes.hpp>
+#include <kvq/device/math.hpp>
+#include <kvq/device/reduce.hpp>
+// CUDA kernels (nvcc only): #include <kvq/device/nvfp4_kernel.cuh>

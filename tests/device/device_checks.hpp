@@ -17,6 +17,8 @@
 #include <kvq/block.hpp>
 #include <kvq/device.hpp>
 #include <kvq/device/block.hpp>
+#include <kvq/device/math.hpp>
+#include <kvq/device/reduce.hpp>
 #include <kvq/format.hpp>
 
 #include "inputs.hpp"
@@ -279,6 +281,98 @@ inline std::vector<check_result> all_block_checks(std::size_t rows) {
                             std::vector<float>{kb::tensor_amax(v->data(), v->size(), rule)}));
     }
   }
+  return out;
+}
+
+// ---- deterministic math and fixed-shape reductions ----------------------------------------
+
+template <class T>
+void math_checks(std::vector<check_result>& out, const std::vector<T>& in, const char* tname) {
+  using kvq::device::elementary;
+  thrust::device_vector<T> d_in(in.begin(), in.end()), d_out(in.size());
+  std::vector<T> expected(in.size());
+  for (elementary f : {elementary::exp, elementary::exp2, elementary::log, elementary::log2, elementary::sin,
+                       elementary::cos}) {
+    if (sizeof(T) == 8 && (f == elementary::sin || f == elementary::cos)) continue;  // float-only in kvq::math
+    kvq::device::apply(f, d_in.begin(), d_in.end(), d_out.begin());
+    const kvq::device::elementary_fn<T> fn{f};
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      switch (f) {  // the serial functions themselves, not the functor
+        case elementary::exp: expected[i] = kvq::math::exp(in[i]); break;
+        case elementary::exp2: expected[i] = kvq::math::exp2(in[i]); break;
+        case elementary::log: expected[i] = kvq::math::log(in[i]); break;
+        case elementary::log2: expected[i] = kvq::math::log2(in[i]); break;
+        default: expected[i] = fn(in[i]); break;
+      }
+      if (f == elementary::sin) expected[i] = static_cast<T>(kvq::math::sin(static_cast<float>(in[i])));
+      if (f == elementary::cos) expected[i] = static_cast<T>(kvq::math::cos(static_cast<float>(in[i])));
+    }
+    out.push_back(compare(std::string("math ") + kvq::device::to_string(f) + " " + tname, d_out, expected));
+  }
+}
+
+template <class T>
+std::vector<T> reduce_inputs(std::size_t n, std::uint64_t seed) {
+  std::vector<T> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t h = kvq::device::mix64(i * 0x9E3779B97F4A7C15ull + seed);
+    // mixed magnitudes and signs, so the association order shows in the last bits
+    const T mag = static_cast<T>(static_cast<double>(h >> 11) * 0x1p-53) *
+                  static_cast<T>(kvq::bit_cast<double>((static_cast<std::uint64_t>(1023 + (h % 40) - 20)) << 52));
+    v[i] = (h & 1u) ? -mag : mag;
+    if (i % 1000 == 999) v[i] = (h & 2u) ? T(-0.0) : T(0.0);
+  }
+  return v;
+}
+
+template <class T>
+void reduce_checks(std::vector<check_result>& out, const char* tname) {
+  const std::size_t lengths[] = {0, 1, 2, 3, 5, 7, 8, 4095, 4096, 4097, 3 * 4096 + 7, 5 * 4096, (1u << 20) + 12345};
+  for (std::size_t chunk : {kvq::device::tree_chunk, std::size_t(2), std::size_t(8)}) {
+    std::vector<T> sums, exp_sums, maxs, exp_maxs;
+    for (std::size_t n : lengths) {
+      if (chunk < 64 && n > 100000) continue;  // tiny chunks: many levels, keep it quick
+      std::vector<T> v = reduce_inputs<T>(n, n + 1);
+      if (n == 4097) v[100] = static_cast<T>(kvq::math::detail::nan_d());  // NaN wins the max, spoils the sum
+      const thrust::device_vector<T> d(v.begin(), v.end());
+      sums.push_back(kvq::device::tree_sum(d, chunk));
+      exp_sums.push_back(kvq::reduce::tree_sum(v.data(), v.size()));
+      maxs.push_back(kvq::device::tree_max(d, chunk));
+      exp_maxs.push_back(kvq::reduce::tree_max(v.data(), v.size()));
+    }
+    const std::string c = " chunk " + std::to_string(chunk) + " " + tname;
+    out.push_back(compare("tree_sum" + c, thrust::device_vector<T>(sums.begin(), sums.end()), exp_sums));
+    out.push_back(compare("tree_max" + c, thrust::device_vector<T>(maxs.begin(), maxs.end()), exp_maxs));
+  }
+  // Row forms: 300 rows of 1000.
+  const std::size_t rows = 300, cols = 1000;
+  const std::vector<T> a = reduce_inputs<T>(rows * cols, 5), b = reduce_inputs<T>(rows * cols, 6);
+  const thrust::device_vector<T> da(a.begin(), a.end()), db(b.begin(), b.end());
+  thrust::device_vector<T> d_out;
+  std::vector<T> expected(rows);
+  kvq::device::row_tree_sum(da, rows, cols, d_out);
+  for (std::size_t r = 0; r < rows; ++r) expected[r] = kvq::reduce::tree_sum(a.data() + r * cols, cols);
+  out.push_back(compare(std::string("row_tree_sum ") + tname, d_out, expected));
+  kvq::device::row_tree_max(da, rows, cols, d_out);
+  for (std::size_t r = 0; r < rows; ++r) expected[r] = kvq::reduce::tree_max(a.data() + r * cols, cols);
+  out.push_back(compare(std::string("row_tree_max ") + tname, d_out, expected));
+  kvq::device::row_tree_dot(da, db, rows, cols, d_out);
+  for (std::size_t r = 0; r < rows; ++r) expected[r] = kvq::reduce::tree_dot(a.data() + r * cols, b.data() + r * cols, cols);
+  out.push_back(compare(std::string("row_tree_dot ") + tname, d_out, expected));
+}
+
+/// kvq::math on float and double inputs, and every tree reduction.
+inline std::vector<check_result> all_math_checks(std::size_t n) {
+  std::vector<check_result> out;
+  std::vector<float> f = float_inputs(n);
+  // plus the range attention uses: scores in [-128, 16]
+  for (std::size_t i = 0; i < n / 4; ++i) f.push_back(static_cast<float>(i % 36864u) * (1.0f / 256.0f) - 128.0f);
+  math_checks(out, f, "f32");
+  std::vector<double> d = double_inputs(n / 4);
+  for (std::size_t i = 0; i < n / 4; ++i) d.push_back(static_cast<double>(f[i + n]) + 0x1p-30);
+  math_checks(out, d, "f64");
+  reduce_checks<float>(out, "f32");
+  reduce_checks<double>(out, "f64");
   return out;
 }
 
