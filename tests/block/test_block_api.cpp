@@ -348,3 +348,24 @@ TEST_CASE("the branch-free e2m1 encoder and the bit decoders agree with the form
     }
   }
 }
+
+TEST_CASE("16-bit input overload selects bf16 or fp16 widening", "[block][api]") {
+  std::vector<std::uint16_t> h(32);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<std::uint16_t>(0x3C00u + 37u * i);  // fp16 1.0 ...
+  std::vector<float> as_fp16(32), as_bf16(32);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    _Float16 v;
+    std::memcpy(&v, &h[i], 2);
+    as_fp16[i] = static_cast<float>(v);
+    as_bf16[i] = oracle::bf16f(h[i]);
+  }
+  std::vector<std::uint8_t> c1(16), c2(16), s1(1), s2(1);
+  kb::quantize(kb::mxfp4_floor{}, h.data(), 32, kb::half_kind::fp16, kb::tensor_value::computed(), c1.data(), 16, s1.data(), 1);
+  kb::quantize(kb::mxfp4_floor{}, as_fp16.data(), 32, kb::tensor_value::computed(), c2.data(), 16, s2.data(), 1);
+  CHECK(c1 == c2);
+  CHECK(s1 == s2);
+  kb::quantize(kb::mxfp4_floor{}, h.data(), 32, kb::half_kind::bf16, kb::tensor_value::computed(), c1.data(), 16, s1.data(), 1);
+  kb::quantize(kb::mxfp4_floor{}, as_bf16.data(), 32, kb::tensor_value::computed(), c2.data(), 16, s2.data(), 1);
+  CHECK(c1 == c2);
+  CHECK(s1 == s2);
+}

@@ -151,6 +151,17 @@ float quantize(const S& s, const typename In::storage* x, std::size_t n, tensor_
   return t;
 }
 
+/// 16-bit inputs by kind: kvq::block::quantize(s, bits, n, half_kind::bf16, ...).
+enum class half_kind : unsigned char { bf16, fp16 };
+template <class S>
+float quantize(const S& s, const std::uint16_t* x, std::size_t n, half_kind kind, tensor_value tv, std::uint8_t* codes,
+               std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales, float* zeros = nullptr,
+               std::size_t n_zeros = 0) {
+  return kind == half_kind::bf16
+             ? quantize<S, bf16_input>(s, x, n, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros)
+             : quantize<S, fp16_input>(s, x, n, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros);
+}
+
 /// Row-major rows x cols tensor: cols must be a multiple of the block size.
 template <class S, class In = f32_input>
 float quantize_rows(const S& s, const typename In::storage* x, std::size_t rows, std::size_t cols, tensor_value tv,
