@@ -1,28 +1,39 @@
 // kvq/verify/npy_verify.hpp — the command-line verifier for kernel authors who work
-// from Python: read a .npy input and the kernel's dumped codes (and scales), quantize
-// the input with a named kvq scheme, compare bit for bit and print a mismatch report.
+// from Python: read a .npy input and the kernel's dumped codes (and block scales),
+// quantize the input with a named kvq scheme, compare bit for bit and print a
+// mismatch report.
 //
-//   kvq-npy-verify --scheme NAME --input X.npy --codes C.npy [options]
+//   kvq-npy-verify --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [options]
 //   kvq-npy-verify --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]
 //   kvq-npy-verify --list-schemes | --help
 //
-// Exit status: 0 all elements match, 1 some differ (the report says which),
-// 2 bad usage or bad input (one line on stderr naming the problem).
+// Exit status: 0 everything matches, 1 something differs (the report says which
+// elements), 2 bad usage or bad input (one line on stderr naming the problem).
 //
-// Files:
-//   input   '<f4' float32, '<f2' float16 or '<u2' bfloat16 bits; C order, any shape.
-//           16-bit inputs are widened to float exactly, then quantized.
-//   codes   '|u1': one code per element, right-aligned (same element count as the
-//           input), or for 4-bit formats two per byte, element 2i in the low nibble
-//           (the cvt...e2m1x2 packing; (n + 1) / 2 bytes). The layout is recognised from
-//           the element count.
+// Files (all C order, little-endian; see kvq/verify/npy.hpp for what the reader accepts):
+//   input   '<f4' float32, '<f2' float16 or '<u2' bfloat16 bits, any shape. Element
+//           schemes widen 16-bit inputs to float exactly; block schemes read them with
+//           the recipe's bf16/fp16 input path (kvq::block::bf16_input / fp16_input).
+//   codes   '|u1'. Element schemes: one code per element, right-aligned, or for 4-bit
+//           formats two per byte (element 2i in the low nibble, the cvt...e2m1x2 packing).
+//           Block schemes: the packed buffer of kvq/block/api.hpp (4-bit elements two per
+//           byte, low nibble first; 8-bit one per byte), or for 4-bit elements one code
+//           per byte. The layout is recognised from the byte count.
+//   scales  block schemes with block scales: one per block of consecutive elements of
+//           the flattened input, row-major: '|u1' scale codes (NVFP4: e4m3, MX: ue8m0)
+//           or '<f4' (fp8_per_token_head).
 //
-// Element schemes (one code per value, no scale): e4m3, e5m2, e3m2, e2m3, e2m1,
-// e4m3fnuz, e5m2fnuz, ue4m3, ue8m0 — kvq::encode with --rounding (rn, rz, ru, rd, rna;
-// default rn) and --overflow (satfinite, nosat; default satfinite).
+// Element schemes (kvq::encode; --rounding rn|rz|ru|rd|rna, --overflow satfinite|nosat):
+//   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0
+// Block schemes (kvq/block.hpp recipes; --tensor-value V gives the recipe's fp32 tensor
+// value — TE: the tensor amax; vLLM: k_scale; torchao two-level: per_tensor_scale —
+// otherwise it is computed from the input as the recipe does):
+//   nvfp4_te nvfp4_vllm nvfp4_vllm_4over6 nvfp4_torchao nvfp4_torchao_two_level
+//   mxfp{8_e4m3,8_e5m2,6_e3m2,6_e2m3,4}_{floor,rceil} fp8_e4m3_per_tensor
+//   fp8_e5m2_per_tensor fp8_per_token_head (block = the input's last dimension)
 //
-// The program is npy_verify_main(); tools/npy_verify.cpp wraps it, and the kvq
-// command can call it as its `verify` subcommand.
+// The program is npy_verify_main(); tools/npy_verify.cpp wraps it, and the kvq command
+// calls it as its `verify` subcommand.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +47,7 @@
 #include <string>
 #include <vector>
 
+#include <kvq/block.hpp>
 #include <kvq/format/bits.hpp>
 #include <kvq/format/bulk.hpp>
 #include <kvq/format/formats.hpp>
@@ -48,29 +60,30 @@ namespace kvq::verify {
 
 struct npy_verify_request {
   std::string scheme = "e4m3";
-  std::string input, codes;  // .npy paths
-  rounding r = rounding::nearest_even;
-  overflow o = overflow::satfinite;
+  std::string input, codes, scales;  // .npy paths (scales: block schemes with block scales)
+  rounding r = rounding::nearest_even;  // element schemes
+  overflow o = overflow::satfinite;     // element schemes
+  bool has_tensor_value = false;        // block schemes with a tensor value: given, not computed
+  float tensor_value = 1.0f;
   std::size_t max_listed = 10;
 };
 
 struct npy_verify_result {
   std::string scheme;
-  std::vector<std::size_t> shape;  // of the input
+  std::vector<std::size_t> shape;        // of the input
+  std::vector<std::size_t> scale_shape;  // positions of the scales (blocks per row), for the report
   report codes;
-  bool ok() const { return codes.ok(); }
+  bool has_scales = false;
+  report scales;
+  bool has_tensor_value = false;  // the scheme has a tensor value ...
+  bool tensor_value_given = false;
+  float tensor_value = 0.0f;      // ... and this is the one used
+  bool ok() const { return codes.ok() && (!has_scales || scales.ok()); }
 };
 
 namespace detail {
 
-template <class F>
-std::vector<std::uint8_t> encode_all(const std::vector<float>& x, rounding r, overflow o) {
-  std::vector<std::uint8_t> c(x.size());
-  kvq::encode_n<F>(x.data(), x.size(), c.data(), r, o);
-  return c;
-}
-
-// Packs codes `bits` wide, element 2i in the low nibble (bits = 4).
+// Packs 4-bit codes two per byte, element 2i in the low nibble.
 inline std::vector<std::uint8_t> pack4(const std::vector<std::uint8_t>& c) {
   std::vector<std::uint8_t> p((c.size() + 1) / 2, 0);
   for (std::size_t i = 0; i < c.size(); ++i)
@@ -78,80 +91,270 @@ inline std::vector<std::uint8_t> pack4(const std::vector<std::uint8_t>& c) {
   return p;
 }
 
-// One entry per element scheme.
-struct element_scheme {
-  const char* name;
-  const char* what;
-  int bits;
-  std::function<npy_verify_result(const npy_verify_request&, const std::vector<float>&, const npy::array&,
-                                  const std::vector<std::size_t>&)>
-      verify;
-  std::function<std::vector<std::uint8_t>(const std::vector<float>&, rounding, overflow)> encode;
-  std::function<std::vector<float>()> edge_cases;
+inline std::vector<std::uint8_t> unpack4(const std::vector<std::uint8_t>& p, std::size_t n) {
+  std::vector<std::uint8_t> c(n);
+  for (std::size_t i = 0; i < n; ++i) c[i] = unpack_code(p.data(), i, 4);
+  return c;
+}
+
+// Compares kvq's codes (packed as `bits` per element when bits == 4) with the file's,
+// accepting the packed layout or, for 4-bit codes, one code per byte.
+template <class F>
+report compare_code_file(const std::vector<std::uint8_t>& want_packed, int bits, std::size_t n,
+                         const std::vector<std::uint8_t>& got, const std::vector<float>& x,
+                         const std::string& codes_path, std::size_t max_listed, const std::string& label) {
+  const std::size_t packed = bits == 4 ? (n + 1) / 2 : n;
+  report r;
+  if (got.size() == packed && bits == 4) {
+    comparator<std::uint8_t, code_decoder<F>> c(label + ", packed", max_listed);
+    c.add_packed(want_packed.data(), got.data(), n, 4, x.data());
+    r = c.result();
+  } else if (got.size() == n) {
+    const std::vector<std::uint8_t> want = bits == 4 ? unpack4(want_packed, n) : want_packed;
+    r = compare(want.data(), got.data(), n, label, code_decoder<F>{}, x.data(), max_listed);
+    r.element_bits = bits;
+  } else {
+    throw std::invalid_argument("codes file '" + codes_path + "' holds " + std::to_string(got.size()) +
+                                " bytes; the input has " + std::to_string(n) + " elements (expected " +
+                                std::to_string(n) + " codes" +
+                                (bits == 4 ? ", or " + std::to_string(packed) + " bytes packed two per byte" : "") +
+                                ")");
+  }
+  return r;
+}
+
+// What a scheme entry needs to run.
+struct scheme_io {
+  const npy_verify_request* req;
+  const npy::array* input;
+  std::vector<float> x;         // input as float
+  const npy::array* codes;      // may be null (make-example)
+  const npy::array* scales;     // may be null
 };
 
+// Quantized buffers of the reference (for the example writer).
+struct quantized {
+  std::vector<std::uint8_t> codes;  // as stored (packed for 4-bit block schemes)
+  bool packed4 = false;
+  std::vector<std::uint8_t> scale_bytes;  // uint8 scales
+  std::vector<float> scale_floats;        // float scales
+  bool has_scales = false, float_scales = false;
+  std::size_t blocks = 0;
+  bool has_tensor_value = false;
+  float tensor_value = 0.0f;
+};
+
+struct scheme_entry {
+  std::string name;
+  std::string what;
+  bool block = false;
+  bool has_scales = false;
+  std::size_t fixed_block = 1;  // elements per block (0: the input's last dimension)
+  int element_bits = 8;
+  double element_max = 0.0;  // largest finite element value
+  std::function<quantized(const scheme_io&)> quantize;
+  std::function<npy_verify_result(const scheme_io&)> verify;
+  std::function<std::vector<float>()> edge_cases;  // of the element format
+};
+
+// ---- element schemes --------------------------------------------------------------------
+
 template <class F>
-element_scheme make_element_scheme(const char* what) {
+scheme_entry element_entry(const char* what) {
   using T = format_of_t<F>;
-  element_scheme s;
-  s.name = format_name<T>();
-  s.what = what;
-  s.bits = T::bits;
-  s.encode = [](const std::vector<float>& x, rounding r, overflow o) { return encode_all<T>(x, r, o); };
-  s.edge_cases = [] { return edge_case_values<T>(); };
-  s.verify = [](const npy_verify_request& req, const std::vector<float>& x, const npy::array& codes,
-                const std::vector<std::size_t>& shape) {
-    const std::size_t n = x.size();
-    const std::vector<std::uint8_t> got = codes.as_u8();
-    const std::vector<std::uint8_t> want = encode_all<T>(x, req.r, req.o);
+  scheme_entry e;
+  e.name = format_name<T>();
+  e.what = what;
+  e.element_bits = T::bits;
+  e.element_max = T::max_finite();
+  e.edge_cases = [] { return edge_case_values<T>(); };
+  e.quantize = [](const scheme_io& io) {
+    quantized q;
+    q.codes.resize(io.x.size());
+    kvq::encode_n<T>(io.x.data(), io.x.size(), q.codes.data(), io.req->r, io.req->o);
+    if (T::bits == 4) {
+      q.codes = pack4(q.codes);
+      q.packed4 = true;
+    }
+    return q;
+  };
+  e.verify = [e](const scheme_io& io) {
+    const quantized q = e.quantize(io);
     npy_verify_result res;
-    res.scheme = format_name<T>();
-    res.shape = shape;
-    if (got.size() == n) {
-      res.codes = compare(want.data(), got.data(), n, std::string("codes (") + format_name<T>() + ")",
-                          code_decoder<T>{}, x.data(), req.max_listed);
-      res.codes.element_bits = T::bits;
-    } else if (T::bits == 4 && got.size() == (n + 1) / 2) {
-      const std::vector<std::uint8_t> wp = pack4(want);
-      res.codes = compare_packed_codes<T>(wp.data(), got.data(), n, 4, x.data(), req.max_listed);
-    } else {
-      throw std::invalid_argument("codes file '" + req.codes + "' holds " + std::to_string(got.size()) +
-                                  " bytes; the input has " + std::to_string(n) + " elements (expected " +
-                                  std::to_string(n) +
-                                  (T::bits == 4 ? " codes, or " + std::to_string((n + 1) / 2) + " packed bytes"
-                                                : std::string(" codes")) +
-                                  ")");
+    res.scheme = e.name;
+    res.shape = io.input->shape;
+    res.codes = compare_code_file<T>(q.codes, T::bits, io.x.size(), io.codes->as_u8(), io.x, io.req->codes,
+                                     io.req->max_listed, std::string("codes (") + format_name<T>() + ")");
+    return res;
+  };
+  return e;
+}
+
+// ---- block schemes ----------------------------------------------------------------------
+
+template <class S>
+std::size_t block_of(S& s, const npy::array& in) {
+  if constexpr (std::is_same<S, kvq::block::fp8_per_token_head>::value) {
+    if (in.shape.empty() || in.shape.back() == 0)
+      throw std::invalid_argument(std::string(S::name) + ": the input needs a last dimension (head_dim) > 0");
+    s.head_dim = in.shape.back();
+  }
+  return s.block_size();
+}
+
+template <class S, class In>
+quantized block_quantize_as(const S& s, const typename In::storage* x, std::size_t n, const npy_verify_request& req) {
+  namespace b = kvq::block;
+  const b::buffer_sizes z = b::sizes_of(s, n);
+  quantized q;
+  q.codes.resize(z.code_bytes);
+  std::vector<typename S::scale_type> sc(z.scales);
+  std::vector<float> zr(z.zeros);
+  const b::tensor_value tv = req.has_tensor_value ? b::tensor_value::given(req.tensor_value) : b::tensor_value::computed();
+  q.tensor_value = b::quantize<S, In>(s, x, n, tv, q.codes.data(), q.codes.size(), sc.data(), sc.size(), zr.data(),
+                                      zr.size());
+  q.has_tensor_value = S::tensor != b::tensor_kind::none;
+  q.packed4 = S::storage_bits == 4;
+  q.blocks = z.blocks;
+  q.has_scales = S::scale_bytes > 0;
+  if constexpr (std::is_same<typename S::scale_type, float>::value) {
+    q.float_scales = true;
+    q.scale_floats = sc;
+  } else {
+    q.scale_bytes = sc;
+  }
+  return q;
+}
+
+template <class S>
+scheme_entry block_entry(const std::string& name, const char* what) {
+  using E = typename S::element_format;
+  scheme_entry e;
+  e.name = name;
+  e.what = what;
+  e.block = true;
+  e.has_scales = S::scale_bytes > 0;
+  e.fixed_block = std::is_same<S, kvq::block::fp8_per_token_head>::value ? 0 : S{}.block_size();
+  e.element_bits = S::storage_bits;
+  e.element_max = E::max_finite();
+  e.edge_cases = [] { return edge_case_values<E>(); };
+  e.quantize = [](const scheme_io& io) {
+    S s{};
+    const std::size_t bs = block_of(s, *io.input);
+    const std::size_t n = io.x.size();
+    if (n % bs != 0)
+      throw std::invalid_argument(std::string("input of ") + std::to_string(n) + " elements (shape " +
+                                  npy::shape_string(io.input->shape) + ") is not a multiple of the block size " +
+                                  std::to_string(bs));
+    namespace b = kvq::block;
+    if (io.input->type == npy::dtype::f32) return block_quantize_as<S, b::f32_input>(s, io.x.data(), n, *io.req);
+    const std::vector<std::uint16_t> h = io.input->as_u16();
+    if (io.input->type == npy::dtype::f16) return block_quantize_as<S, b::fp16_input>(s, h.data(), n, *io.req);
+    return block_quantize_as<S, b::bf16_input>(s, h.data(), n, *io.req);
+  };
+  e.verify = [e](const scheme_io& io) {
+    const quantized q = e.quantize(io);
+    const std::size_t n = io.x.size();
+    npy_verify_result res;
+    res.scheme = e.name;
+    res.shape = io.input->shape;
+    res.has_tensor_value = q.has_tensor_value;
+    res.tensor_value_given = io.req->has_tensor_value;
+    res.tensor_value = q.tensor_value;
+    res.codes = compare_code_file<E>(q.codes, S::storage_bits, n, io.codes->as_u8(), io.x, io.req->codes,
+                                     io.req->max_listed, std::string("codes (") + format_name<E>() + ")");
+    if constexpr (S::scale_bytes > 0) {
+      if (!io.scales)
+        throw std::invalid_argument("scheme " + e.name + " stores one scale per block: --scales is required");
+      const std::size_t bs = n / (q.blocks ? q.blocks : 1);
+      const std::vector<std::size_t>& sh = io.input->shape;
+      if (sh.size() >= 2 && bs != 0 && sh.back() % bs == 0) {
+        res.scale_shape.assign(sh.begin(), sh.end() - 1);
+        res.scale_shape.push_back(sh.back() / bs);
+      }
+      res.has_scales = true;
+      if constexpr (std::is_same<typename S::scale_type, float>::value) {
+        if (io.scales->type != npy::dtype::f32)
+          throw std::invalid_argument("scales file '" + io.req->scales + "' is " + npy::name(io.scales->type) +
+                                      "; scheme " + e.name + " has float32 scales");
+        const std::vector<float> got = io.scales->to_float();
+        if (got.size() != q.blocks)
+          throw std::invalid_argument("scales file '" + io.req->scales + "' holds " + std::to_string(got.size()) +
+                                      " scales; " + std::to_string(q.blocks) + " blocks expected");
+        res.scales = compare(q.scale_floats.data(), got.data(), q.blocks, "scales (float32)", float_decoder{},
+                             nullptr, io.req->max_listed);
+      } else {
+        using SF = typename S::scale_format;
+        if (io.scales->type != npy::dtype::u8)
+          throw std::invalid_argument("scales file '" + io.req->scales + "' is " + npy::name(io.scales->type) +
+                                      "; scheme " + e.name + " has uint8 scale codes");
+        const std::vector<std::uint8_t> got = io.scales->as_u8();
+        if (got.size() != q.blocks)
+          throw std::invalid_argument("scales file '" + io.req->scales + "' holds " + std::to_string(got.size()) +
+                                      " scales; " + std::to_string(q.blocks) + " blocks expected");
+        res.scales = compare(q.scale_bytes.data(), got.data(), q.blocks,
+                             std::string("scales (") + format_name<SF>() + ")", code_decoder<SF>{}, nullptr,
+                             io.req->max_listed);
+      }
     }
     return res;
   };
-  return s;
+  return e;
 }
 
-inline const std::vector<element_scheme>& element_schemes() {
-  static const std::vector<element_scheme> v = {
-      make_element_scheme<fmt::e4m3>("FP8 E4M3 (OCP fn): max 448, NaN S.1111.111"),
-      make_element_scheme<fmt::e5m2>("FP8 E5M2: IEEE Inf/NaN, max 57344"),
-      make_element_scheme<fmt::e3m2>("FP6 E3M2: max 28, no Inf/NaN"),
-      make_element_scheme<fmt::e2m3>("FP6 E2M3: max 7.5, no Inf/NaN"),
-      make_element_scheme<fmt::e2m1>("FP4 E2M1: max 6, no Inf/NaN (codes unpacked or packed two per byte)"),
-      make_element_scheme<fmt::e4m3fnuz>("FP8 E4M3 fnuz: max 240, 0x80 NaN"),
-      make_element_scheme<fmt::e5m2fnuz>("FP8 E5M2 fnuz: max 57344, 0x80 NaN"),
-      make_element_scheme<fmt::ue4m3>("unsigned E4M3 (NVFP4 scale): max 448"),
-      make_element_scheme<fmt::ue8m0>("UE8M0 (MX scale): powers of two 2^-127..2^127, 0xFF NaN"),
-  };
+inline const std::vector<scheme_entry>& schemes() {
+  namespace b = kvq::block;
+  static const std::vector<scheme_entry> v = [] {
+    std::vector<scheme_entry> s;
+    s.push_back(element_entry<fmt::e4m3>("FP8 E4M3 (OCP fn): max 448, NaN S.1111.111"));
+    s.push_back(element_entry<fmt::e5m2>("FP8 E5M2: IEEE Inf/NaN, max 57344"));
+    s.push_back(element_entry<fmt::e3m2>("FP6 E3M2: max 28, no Inf/NaN"));
+    s.push_back(element_entry<fmt::e2m3>("FP6 E2M3: max 7.5, no Inf/NaN"));
+    s.push_back(element_entry<fmt::e2m1>("FP4 E2M1: max 6, no Inf/NaN (codes one per byte or packed two per byte)"));
+    s.push_back(element_entry<fmt::e4m3fnuz>("FP8 E4M3 fnuz: max 240, 0x80 NaN"));
+    s.push_back(element_entry<fmt::e5m2fnuz>("FP8 E5M2 fnuz: max 57344, 0x80 NaN"));
+    s.push_back(element_entry<fmt::ue4m3>("unsigned E4M3 (NVFP4 scale): max 448"));
+    s.push_back(element_entry<fmt::ue8m0>("UE8M0 (MX scale): powers of two 2^-127..2^127, 0xFF NaN"));
+    s.push_back(block_entry<b::nvfp4_te>("nvfp4_te", "NVFP4, TransformerEngine/cuBLAS recipe; tensor value = amax"));
+    s.push_back(block_entry<b::nvfp4_vllm<>>(
+        "nvfp4_vllm", "NVFP4, vLLM KV-cache store (IEEE model of rcp.approx); tensor value = k_scale"));
+    s.push_back(block_entry<b::nvfp4_vllm_4over6<>>("nvfp4_vllm_4over6",
+                                                    "NVFP4, vLLM 4over6 scale search (IEEE model); tensor value = k_scale"));
+    s.push_back(block_entry<b::nvfp4_torchao>("nvfp4_torchao", "NVFP4, torchao single-level"));
+    s.push_back(block_entry<b::nvfp4_torchao_two_level>("nvfp4_torchao_two_level",
+                                                        "NVFP4, torchao two-level; tensor value = per_tensor_scale"));
+    s.push_back(block_entry<b::mxfp8_e4m3_floor>("mxfp8_e4m3_floor", "MXFP8 e4m3, OCP floor scale rule"));
+    s.push_back(block_entry<b::mxfp8_e5m2_floor>("mxfp8_e5m2_floor", "MXFP8 e5m2, OCP floor scale rule"));
+    s.push_back(block_entry<b::mxfp6_e3m2_floor>("mxfp6_e3m2_floor", "MXFP6 e3m2, OCP floor scale rule"));
+    s.push_back(block_entry<b::mxfp6_e2m3_floor>("mxfp6_e2m3_floor", "MXFP6 e2m3, OCP floor scale rule"));
+    s.push_back(block_entry<b::mxfp4_floor>("mxfp4_floor", "MXFP4 e2m1, OCP floor scale rule"));
+    s.push_back(block_entry<b::mxfp8_e4m3_rceil>("mxfp8_e4m3_rceil", "MXFP8 e4m3, round-up scale rule (TE/cuBLAS)"));
+    s.push_back(block_entry<b::mxfp8_e5m2_rceil>("mxfp8_e5m2_rceil", "MXFP8 e5m2, round-up scale rule (TE/cuBLAS)"));
+    s.push_back(block_entry<b::mxfp6_e3m2_rceil>("mxfp6_e3m2_rceil", "MXFP6 e3m2, round-up scale rule (TE/cuBLAS)"));
+    s.push_back(block_entry<b::mxfp6_e2m3_rceil>("mxfp6_e2m3_rceil", "MXFP6 e2m3, round-up scale rule (TE/cuBLAS)"));
+    s.push_back(block_entry<b::mxfp4_rceil>("mxfp4_rceil", "MXFP4 e2m1, round-up scale rule (TE/cuBLAS)"));
+    s.push_back(block_entry<b::fp8_e4m3_per_tensor>("fp8_e4m3_per_tensor",
+                                                    "vLLM FP8 e4m3 KV store; tensor value = k_scale"));
+    s.push_back(block_entry<b::fp8_e5m2_per_tensor>("fp8_e5m2_per_tensor",
+                                                    "vLLM FP8 e5m2 KV store; tensor value = k_scale"));
+    s.push_back(block_entry<b::fp8_per_token_head>(
+        "fp8_per_token_head", "vLLM fp8_per_token_head (IEEE model): float32 scale per last-dimension row"));
+    return s;
+  }();
   return v;
 }
 
-inline const element_scheme* find_element_scheme(const std::string& name) {
-  for (const auto& s : element_schemes())
+inline const scheme_entry* find_scheme(const std::string& name) {
+  for (const auto& s : schemes())
     if (name == s.name) return &s;
   return nullptr;
 }
 
-inline std::string scheme_names() {
-  std::string s;
-  for (const auto& e : element_schemes()) s += (s.empty() ? "" : ", ") + std::string(e.name);
-  return s;
+inline const scheme_entry& require_scheme(const std::string& name) {
+  if (const scheme_entry* s = find_scheme(name)) return *s;
+  std::string known;
+  for (const auto& e : schemes()) known += (known.empty() ? "" : ", ") + e.name;
+  throw std::invalid_argument("unknown scheme '" + name + "' (known: " + known + ")");
 }
 
 inline rounding parse_rounding(const std::string& v) {
@@ -177,94 +380,136 @@ inline std::size_t parse_count(const std::string& opt, const std::string& v, std
   } catch (const std::exception&) {
     pos = 0;
   }
-  if (pos != v.size() || v.empty() || v[0] == '-' || x < lo || x > hi)
+  if (pos != v.size() || v.empty() || v[0] == '-' || v[0] == '+' || x < lo || x > hi)
     throw std::invalid_argument(opt + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                                 "], got '" + v + "'");
   return static_cast<std::size_t>(x);
 }
 
+inline float parse_float(const std::string& opt, const std::string& v) {
+  std::size_t pos = 0;
+  float x = 0.0f;
+  try {
+    x = std::stof(v, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != v.size() || v.empty()) throw std::invalid_argument(opt + " must be a number, got '" + v + "'");
+  return x;
+}
+
 }  // namespace detail
 
-// Quantizes the input file with the scheme and compares with the codes file.
-// Throws std::invalid_argument (bad scheme, files, shapes) or std::runtime_error (I/O).
+// Quantizes the input file with the scheme and compares with the codes (and scales)
+// files. Throws std::invalid_argument (bad scheme, files, shapes) or
+// std::runtime_error (I/O).
 inline npy_verify_result npy_verify(const npy_verify_request& req) {
-  const detail::element_scheme* s = detail::find_element_scheme(req.scheme);
-  if (!s) throw std::invalid_argument("unknown scheme '" + req.scheme + "' (known: " + detail::scheme_names() + ")");
+  const detail::scheme_entry& s = detail::require_scheme(req.scheme);
+  if (!s.has_scales && !req.scales.empty())
+    throw std::invalid_argument("scheme " + s.name + " has no block scales; drop --scales");
+  if (!s.block && req.has_tensor_value)
+    throw std::invalid_argument("scheme " + s.name + " is element-wise; --tensor-value applies to block schemes");
   const npy::array in = npy::read(req.input);
   if (in.type == npy::dtype::u8)
-    throw std::invalid_argument("input file '" + req.input + "' is uint8; the input must be float32, float16 or "
-                                "bfloat16 bits (uint16)");
+    throw std::invalid_argument("input file '" + req.input +
+                                "' is uint8; the input must be float32, float16 or bfloat16 bits (uint16)");
   const npy::array codes = npy::read(req.codes);
   if (codes.type != npy::dtype::u8)
     throw std::invalid_argument("codes file '" + req.codes + "' is " + npy::name(codes.type) + "; codes must be uint8");
-  return s->verify(req, in.to_float(), codes, in.shape);
+  npy::array scales;
+  const bool have_scales = !req.scales.empty();
+  if (have_scales) scales = npy::read(req.scales);
+  detail::scheme_io io{&req, &in, in.to_float(), &codes, have_scales ? &scales : nullptr};
+  return s.verify(io);
 }
 
-// Writes DIR/input.npy (float32, rows x cols: the scheme's edge cases, then
-// counter-based random values spanning its range) and DIR/codes.npy (kvq's codes, packed
-// two per byte for 4-bit formats). Returns the paths written.
-inline std::vector<std::string> npy_make_example(const std::string& dir, const std::string& scheme,
-                                                 std::size_t rows = 8, std::size_t cols = 64,
-                                                 std::uint64_t seed = 1) {
-  const detail::element_scheme* s = detail::find_element_scheme(scheme);
-  if (!s) throw std::invalid_argument("unknown scheme '" + scheme + "' (known: " + detail::scheme_names() + ")");
+// Writes DIR/input.npy (float32, rows x cols: the element format's edge cases, then
+// counter-based random values over a wide range), DIR/codes.npy (kvq's codes; 4-bit
+// codes packed two per byte) and, for schemes with block scales, DIR/scales.npy.
+// Returns the command line that verifies them (without the program name).
+inline std::string npy_make_example(const std::string& dir, const std::string& scheme, std::size_t rows = 8,
+                                    std::size_t cols = 64, std::uint64_t seed = 1) {
+  const detail::scheme_entry& s = detail::require_scheme(scheme);
   if (rows == 0 || cols == 0) throw std::invalid_argument("--rows and --cols must be positive");
-  if (s->bits == 4 && cols % 2 != 0) throw std::invalid_argument("--cols must be even for a packed 4-bit format");
+  if (s.element_bits == 4 && cols % 2 != 0) throw std::invalid_argument("--cols must be even for 4-bit codes");
+  if (s.fixed_block > 1 && cols % s.fixed_block != 0)
+    throw std::invalid_argument("--cols " + std::to_string(cols) + " is not a multiple of the block size " +
+                                std::to_string(s.fixed_block) + " of scheme " + s.name);
   const std::size_t n = rows * cols;
-  std::vector<float> x = s->edge_cases();
+  std::vector<float> x = s.edge_cases();
+  // Block schemes: NaN, Inf and huge inputs would own whole blocks (or the tensor
+  // amax); keep the element format's own edge cases up to twice its largest value.
+  if (s.block) {
+    std::vector<float> keep;
+    for (float v : x)
+      if (v == v && v <= 2.0 * s.element_max && v >= -2.0 * s.element_max) keep.push_back(v);
+    x.swap(keep);
+  }
   if (x.size() > n / 2) x.resize(n / 2);
-  // The rest: random sign, exponent over the float range around the format's, mantissa.
+  // The rest: random sign, exponent 2^-20 .. 2^19, random mantissa.
   for (std::uint64_t i = 0; x.size() < n; ++i) {
     const std::uint64_t r = detail::draw(seed, i);
-    const std::uint32_t exp = 127u - 20u + static_cast<std::uint32_t>((r >> 24) % 40u);  // 2^-20 .. 2^19
+    const std::uint32_t exp = 127u - 20u + static_cast<std::uint32_t>((r >> 24) % 40u);
     const std::uint32_t bits = (static_cast<std::uint32_t>(r >> 63) << 31) | (exp << 23) |
                                static_cast<std::uint32_t>(r & 0x7FFFFFu);
     x.push_back(kvq::bit_cast<float>(bits));
   }
+  const npy::array input = npy::from_floats({rows, cols}, x);
+  npy_verify_request req;
+  req.scheme = scheme;
+  detail::scheme_io io{&req, &input, x, nullptr, nullptr};
+  const detail::quantized q = s.quantize(io);
   std::filesystem::create_directories(dir);
-  const std::string in_path = (std::filesystem::path(dir) / "input.npy").string();
-  const std::string codes_path = (std::filesystem::path(dir) / "codes.npy").string();
-  npy::write(in_path, npy::from_floats({rows, cols}, x));
-  const std::vector<std::uint8_t> c = s->encode(x, rounding::nearest_even, overflow::satfinite);
-  if (s->bits == 4)
-    npy::write(codes_path, npy::from_u8({rows, cols / 2}, detail::pack4(c)));
-  else
-    npy::write(codes_path, npy::from_u8({rows, cols}, c));
-  return {in_path, codes_path};
+  const auto path = [&dir](const char* f) { return (std::filesystem::path(dir) / f).string(); };
+  npy::write(path("input.npy"), input);
+  npy::write(path("codes.npy"), npy::from_u8({rows, q.packed4 ? cols / 2 : cols}, q.codes));
+  std::string cmd = "--scheme " + scheme + " --input " + path("input.npy") + " --codes " + path("codes.npy");
+  if (q.has_scales) {
+    const std::size_t per_row = q.blocks / rows;
+    if (q.float_scales)
+      npy::write(path("scales.npy"), npy::from_floats({rows, per_row}, q.scale_floats));
+    else
+      npy::write(path("scales.npy"), npy::from_u8({rows, per_row}, q.scale_bytes));
+    cmd += " --scales " + path("scales.npy");
+  }
+  return cmd;
 }
 
-inline void npy_verify_usage(std::ostream& os) {
-  os << "usage: kvq-npy-verify --scheme NAME --input X.npy --codes C.npy\n"
-        "                      [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
-        "       kvq-npy-verify --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
-        "       kvq-npy-verify --list-schemes | --help\n"
-        "Quantizes X with kvq's scheme NAME and compares the result with the codes in C bit for bit.\n"
-        "Exit status: 0 match, 1 mismatch, 2 bad usage or input.\n";
+inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
+  os << "usage: " << prog << " --scheme NAME --input X.npy --codes C.npy [--scales S.npy]\n"
+     << "         [--tensor-value V] [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
+     << "       " << prog << " --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
+     << "       " << prog << " --list-schemes | --help\n"
+     << "Quantizes X with kvq's scheme NAME and compares the result with the codes (and block scales)\n"
+     << "bit for bit. --rounding/--overflow apply to element schemes, --tensor-value to block schemes\n"
+     << "with a tensor value (default: computed from X as the recipe does).\n"
+     << "Exit status: 0 match, 1 mismatch, 2 bad usage or input.\n";
 }
 
-// The program. argv[0] is the program name. Returns the exit status.
+// The program. argv[0] is the program name (the kvq command passes "kvq verify").
+// Returns the exit status.
 inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  // The program name for messages: the last path component of argv[0] ("kvq verify"
-  // when the kvq command hands over).
   std::string prog = argc > 0 && argv[0] ? argv[0] : "kvq-npy-verify";
   if (const auto slash = prog.find_last_of('/'); slash != std::string::npos) prog = prog.substr(slash + 1);
   try {
     npy_verify_request req;
     std::string make_dir;
-    bool have_scheme = false;
+    bool have_scheme = false, element_opts = false;
     std::size_t rows = 8, cols = 64;
     std::uint64_t seed = 1;
     for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
+      const std::string a = argv[i] ? argv[i] : "";
       const auto value = [&](const char* opt) -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(std::string(opt) + " needs a value");
+        if (i + 1 >= argc || !argv[i + 1]) throw std::invalid_argument(std::string(opt) + " needs a value");
         return argv[++i];
       };
       if (a == "--help" || a == "-h") {
-        npy_verify_usage(out);
+        npy_verify_usage(out, prog);
         return 0;
       } else if (a == "--list-schemes") {
-        for (const auto& s : detail::element_schemes()) out << s.name << "\t" << s.what << "\n";
+        for (const auto& s : detail::schemes())
+          out << s.name << (s.name.size() < 24 ? std::string(24 - s.name.size(), ' ') : std::string(" "))
+              << s.what << "\n";
         return 0;
       } else if (a == "--scheme") {
         req.scheme = value("--scheme");
@@ -273,41 +518,53 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
         req.input = value("--input");
       } else if (a == "--codes") {
         req.codes = value("--codes");
+      } else if (a == "--scales") {
+        req.scales = value("--scales");
+      } else if (a == "--tensor-value") {
+        req.tensor_value = detail::parse_float("--tensor-value", value("--tensor-value"));
+        req.has_tensor_value = true;
       } else if (a == "--rounding") {
         req.r = detail::parse_rounding(value("--rounding"));
+        element_opts = true;
       } else if (a == "--overflow") {
         req.o = detail::parse_overflow(value("--overflow"));
+        element_opts = true;
       } else if (a == "--max-report") {
         req.max_listed = detail::parse_count("--max-report", value("--max-report"), 0, 1000000);
       } else if (a == "--make-example") {
         make_dir = value("--make-example");
       } else if (a == "--rows") {
-        rows = detail::parse_count("--rows", value("--rows"), 1, 1u << 20);
+        rows = detail::parse_count("--rows", value("--rows"), 1, std::size_t{1} << 20);
       } else if (a == "--cols") {
-        cols = detail::parse_count("--cols", value("--cols"), 1, 1u << 20);
+        cols = detail::parse_count("--cols", value("--cols"), 1, std::size_t{1} << 20);
       } else if (a == "--seed") {
         seed = detail::parse_count("--seed", value("--seed"), 0, static_cast<std::size_t>(-1));
       } else {
         throw std::invalid_argument("unknown argument '" + a + "' (see --help)");
       }
     }
+    const detail::scheme_entry& scheme = detail::require_scheme(req.scheme);
+    if (scheme.block && element_opts)
+      throw std::invalid_argument("--rounding/--overflow apply to element schemes; " + scheme.name +
+                                  " follows its recipe");
     if (!make_dir.empty()) {
       if (rows * cols > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
-      const auto paths = npy_make_example(make_dir, req.scheme, rows, cols, seed);
-      out << "wrote " << paths[0] << " and " << paths[1] << "\n"
-          << "verify with: " << prog << " --scheme " << req.scheme << " --input " << paths[0] << " --codes "
-          << paths[1] << "\n";
+      const std::string cmd = npy_make_example(make_dir, req.scheme, rows, cols, seed);
+      out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";
       return 0;
     }
-    if (!have_scheme) throw std::invalid_argument("--scheme is required (known: " + detail::scheme_names() + ")");
-    if (!detail::find_element_scheme(req.scheme))
-      throw std::invalid_argument("unknown scheme '" + req.scheme + "' (known: " + detail::scheme_names() + ")");
+    if (!have_scheme) throw std::invalid_argument("--scheme is required (see --list-schemes)");
     if (req.input.empty()) throw std::invalid_argument("--input is required");
     if (req.codes.empty()) throw std::invalid_argument("--codes is required");
     const npy_verify_result res = npy_verify(req);
-    out << "scheme " << res.scheme << " (rounding " << to_string(req.r) << ", overflow " << to_string(req.o)
-        << "), input shape " << npy::shape_string(res.shape) << "\n";
+    out << "scheme " << res.scheme;
+    if (!scheme.block) out << " (rounding " << to_string(req.r) << ", overflow " << to_string(req.o) << ")";
+    out << ", input shape " << npy::shape_string(res.shape) << "\n";
+    if (res.has_tensor_value)
+      out << "tensor value " << detail::num(res.tensor_value) << " ("
+          << (res.tensor_value_given ? "given" : "computed from the input") << ")\n";
     print(out, res.codes, res.shape);
+    if (res.has_scales) print(out, res.scales, res.scale_shape);
     out << (res.ok() ? "MATCH" : "MISMATCH") << "\n";
     return res.ok() ? 0 : 1;
   } catch (const std::exception& e) {
