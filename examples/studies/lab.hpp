@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <vector>
 
 namespace kvq::study::lab {
@@ -108,8 +109,10 @@ query_metrics evaluate(const double* p, const double* ph, std::size_t n, const d
   return r;
 }
 
-// Mean of each metric over queries (finite values only; the tree sum of kvq::metrics),
-// plus the count of queries with a non-finite output or KL.
+// Mean of each metric over queries (kvq::metrics::aggregate: the tree sum of the finite
+// values), +inf when some query's value is +inf (KL), NaN when no query has a finite value
+// (e.g. tau of an all-tied emulated row); plus the count of queries with a non-finite
+// output or KL.
 struct metric_means {
   std::vector<double> mean;
   std::size_t nonfinite = 0;
@@ -126,7 +129,12 @@ inline metric_means mean_over(const std::vector<query_metrics>& qs) {
   }
   for (std::size_t j = 0; j < nm; ++j) {
     auto s = kvq::metrics::aggregate(cols[j].data(), cols[j].size(), kvq::metrics::better::lower, {});
-    r.mean.push_back(s.mean);
+    // An infinite value (KL with a key whose emulated weight is 0) makes the mean
+    // infinite; it is reported as such, never averaged away.
+    double mean = s.mean;
+    if (s.pos_inf > 0 && s.neg_inf == 0) mean = std::numeric_limits<double>::infinity();
+    if (s.neg_inf > 0 && s.pos_inf == 0) mean = -std::numeric_limits<double>::infinity();
+    r.mean.push_back(mean);
   }
   return r;
 }

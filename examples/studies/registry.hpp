@@ -3,6 +3,7 @@
 
 #include "harness.hpp"
 #include "outliers.hpp"
+#include "sinks.hpp"
 
 #include <string>
 #include <vector>
@@ -10,7 +11,7 @@
 namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
-  static const std::vector<study_def> v = {outliers::definition()};
+  static const std::vector<study_def> v = {outliers::definition(), sinks::definition()};
   return v;
 }
 
