@@ -1,0 +1,16 @@
+# cmake -DPROGRAMS="a;b;c" -P compare_outputs.cmake: runs each program; fails unless each
+# exits 0 and all print the same text.
+set(first "")
+foreach(p IN LISTS PROGRAMS)
+  execute_process(COMMAND ${p} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${p} failed (${rc}): ${out}")
+  endif()
+  if(first STREQUAL "")
+    set(first "${out}")
+    set(first_name "${p}")
+  elseif(NOT out STREQUAL first)
+    message(FATAL_ERROR "output of ${p} differs from ${first_name}:\n${out}\nvs\n${first}")
+  endif()
+endforeach()
+message(STATUS "identical output:\n${first}")
