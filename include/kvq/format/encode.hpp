@@ -113,7 +113,7 @@ KVQ_HD constexpr std::uint8_t encode_impl(X x, rounding r, overflow o, std::uint
   if constexpr (Stochastic) {
     // Round up iff frac32 + random_bits >= 2^32, frac32 = the discarded fraction of
     // a quantum as 32-bit fixed point (truncated): P(up) = fraction, to 2^-32.
-    std::uint64_t frac32;
+    std::uint64_t frac32 = 0;
     if (shift >= 32) frac32 = static_cast<std::uint64_t>(rem >> (shift - 32));
     else frac32 = static_cast<std::uint64_t>(rem) << (32 - shift);
     up = ((frac32 + random_bits) >> 32) != 0;
