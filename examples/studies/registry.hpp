@@ -4,6 +4,7 @@
 #include "harness.hpp"
 #include "outliers.hpp"
 #include "sinks.hpp"
+#include "citations.hpp"
 
 #include <string>
 #include <vector>
@@ -11,7 +12,7 @@
 namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
-  static const std::vector<study_def> v = {outliers::definition(), sinks::definition()};
+  static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition()};
   return v;
 }
 

@@ -1,0 +1,333 @@
+// studies/citations.hpp — the falsification test of seed article 1.
+//
+// The article: run an FP16 engine and an FP8/NVFP4-cache engine side by side on the
+// same long prompts; if the false-citation rate differs by less than 0.2 percentage
+// points beyond 32k tokens, the worry that low-precision KV caches lose citation spans
+// is unfounded.
+//
+// Here: long synthetic contexts, each query with its own citation span (a needle of
+// `span` tokens whose keys match that query with a logit margin delta over the
+// background maximum, delta drawn uniformly from [margin-min, margin-max]).
+// A query's citation is "retrieved" when the best-ranked token of its span is among the
+// top-k attention weights. The false-citation rate of a scheme is the share of queries
+// whose span is in the reference top-k but not in the top-k of the attention computed on
+// the scheme's dequantized keys (and the top-1 variant: the span holds the reference
+// argmax but not the emulated one). The reference never loses a citation, so this rate
+// is the gap between the exact engine and the low-precision one. 95 % Wilson intervals;
+// verdict per scheme on the contexts beyond 32k tokens.
+//
+// Setup per (context n, seed s): kvq::inject::build_scenario with Gaussian Q/K/V, RoPE
+// (base 1e4) over the 4 pre-RoPE key channel outliers (offset +-m), massive activations
+// (100 x median|K|, 2 channels) on token 0, which is also an attention sink with logit gap
+// Delta, and one citation span per query at a random position in its own slot of the
+// context. Only the keys matter for the weights, so V is not quantized.
+// Reference weights: double (kvq::attention reference_query's scores and softmax);
+// emulated: fp32 scores and softmax on the dequantized keys (storage_query's order).
+#pragma once
+
+#include "harness.hpp"
+#include "lab.hpp"
+#include "schemes.hpp"
+#include "stats.hpp"
+
+#include <kvq/attention/math.hpp>
+#include <kvq/attention/reduce.hpp>
+#include <kvq/inject/scenario.hpp>
+#include <kvq/metrics/order.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace kvq::study::citations {
+
+using kvq::inject::matrix_f;
+
+// The article's threshold (percentage points) and where it applies (beyond 32k tokens).
+inline constexpr double threshold = 0.002;
+inline constexpr long long beyond = 32768;
+
+// Softmax weights of one query, as kvq::attention::reference_query computes them (the
+// output P.V is not needed for a ranking, so it is skipped).
+inline void weights_reference(const float* q, const matrix_f& K, double* p) {
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  const double rsd = kvq::math::sqrt(static_cast<double>(d));
+  for (std::size_t t = 0; t < n; ++t) p[t] = kvq::reduce::tree_dot<double>(q, K.data() + t * d, d) / rsd;
+  const double m = kvq::reduce::tree_max(p, n);
+  for (std::size_t t = 0; t < n; ++t) p[t] = kvq::math::exp(p[t] - m);
+  const double Z = kvq::reduce::tree_sum(p, n);
+  for (std::size_t t = 0; t < n; ++t) p[t] = p[t] / Z;
+}
+
+// ... and as kvq::attention::storage_query does in fp32 (p widened to double exactly).
+inline void weights_fp32(const float* q, const matrix_f& K, float scale, float* s, double* p) {
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  for (std::size_t t = 0; t < n; ++t) s[t] = kvq::reduce::tree_dot<float>(q, K.data() + t * d, d) * scale;
+  const float m = kvq::reduce::tree_max(s, n);
+  for (std::size_t t = 0; t < n; ++t) s[t] = kvq::math::exp(s[t] - m);
+  const float Z = kvq::reduce::tree_sum(s, n);
+  for (std::size_t t = 0; t < n; ++t) p[t] = static_cast<double>(s[t] / Z);
+}
+
+// Best (smallest) 1-based attention rank over the span's tokens (kvq::metrics order:
+// decreasing weight, lower index wins ties).
+inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<std::size_t>& span) {
+  std::size_t best = n + 1;
+  for (std::size_t t : span) best = std::min(best, kvq::metrics::rank_of(p, n, t));
+  return best;
+}
+
+inline table results_schema() {
+  table t;
+  t.title = "False-citation rate per scheme and context (95% Wilson intervals)";
+  t.columns = {{"scheme", "KV-cache scheme of the keys"},
+               {"context", "context length in tokens"},
+               {"queries", "queries (one citation span each)", false},
+               {"ref_in_topk", "queries whose span is in the reference top-k (the denominator)"},
+               {"false_topk", "... of those, span not in the emulated top-k"},
+               {"false_rate", "false_topk / ref_in_topk"},
+               {"ci_low", "95% Wilson lower bound of false_rate"},
+               {"ci_high", "95% Wilson upper bound of false_rate"},
+               {"ref_top1", "queries whose span holds the reference argmax", false},
+               {"false_top1", "... of those, span does not hold the emulated argmax", false},
+               {"false_rate_top1", "false_top1 / ref_top1"},
+               {"ci_low_top1", "95% Wilson lower bound of false_rate_top1", false},
+               {"ci_high_top1", "95% Wilson upper bound of false_rate_top1", false},
+               {"mean_rank_shift", "mean (emulated - reference) best span rank over ref_in_topk queries", false}};
+  return t;
+}
+
+inline table verdict_schema() {
+  table t;
+  t.name = "verdict";
+  t.title = "Verdict against the article's threshold: gap < 0.2 pp beyond 32k tokens";
+  t.columns = {{"scheme", "KV-cache scheme"},
+               {"contexts_beyond_32k", "number of contexts > 32768 tokens in the grid"},
+               {"max_false_rate", "largest false_rate over those contexts"},
+               {"max_ci_high", "largest Wilson upper bound over those contexts"},
+               {"max_false_rate_top1", "largest top-1 false rate over those contexts"},
+               {"verdict", "gap<0.2pp: every upper bound below 0.2%; gap>=0.2pp: some lower bound at or above 0.2%; "
+                           "inconclusive otherwise"}};
+  return t;
+}
+
+inline study_def definition() {
+  study_def d;
+  d.name = "citations";
+  d.summary = "falsification test: false-citation rate of low-precision KV caches vs context length (0.2 pp beyond 32k)";
+  d.description =
+      "Long synthetic contexts (RoPE, key channel outliers, a massive-activation sink) with one citation span per\n"
+      "query. False-citation rate = share of queries whose span is in the reference top-k but not in the top-k\n"
+      "computed on the scheme's dequantized keys (and the top-1 variant), by context length, with 95% Wilson\n"
+      "intervals, and a verdict per scheme against the article's 0.2-percentage-point threshold beyond 32k\n"
+      "tokens. To show a rate below 0.2% with no false citation at all takes about 1900 queries per context.";
+  d.params = {
+      {"schemes", param_kind::name_list, "bf16,fp8_e4m3,fp8_e4m3_cal,nvfp4_te,mxfp4_rceil", "bf16,fp8_e4m3,nvfp4_te",
+       "KV-cache schemes (keys)", scheme_names(), 0, 0, "scheme"},
+      {"contexts", param_kind::int_list, "4k,16k,32k,64k,128k", "4k,8k", "context lengths in tokens", {}, 64,
+       1 << 22, "context length"},
+      {"seeds", param_kind::integer, "8", "2", "independent contexts per length", {}, 1, 1 << 16, "seed count"},
+      {"queries", param_kind::integer, "256", "48", "queries (citation spans) per context", {}, 1, 1 << 16,
+       "query count"},
+      {"topk", param_kind::integer, "5", "", "k of the top-k test", {}, 1, 1 << 20, "k"},
+      {"span", param_kind::integer, "4", "", "tokens per citation span", {}, 1, 1 << 10, "span length"},
+      {"margin-min", param_kind::real, "-0.5", "", "lowest citation logit margin over the background max", {}, -100,
+       100, "margin"},
+      {"margin-max", param_kind::real, "1.5", "", "highest citation logit margin over the background max", {}, -100,
+       100, "margin"},
+      {"outlier", param_kind::real, "10", "", "key channel-outlier offset m (4 channels, pre-RoPE; 0 = none)", {}, 0,
+       1e30, "outlier magnitude"},
+      {"sink-delta", param_kind::real, "8", "", "logit gap of the sink (token 0)", {}, -100, 100, "logit gap"},
+      {"head-dim", param_kind::integer, "128", "", "head dimension d", {}, 2, 4096, "head dimension"},
+  };
+  d.outputs = {results_schema(), verdict_schema()};
+  d.validate = [](const config& c) {
+    check_head_dim(c.names("schemes"), c.integer("head-dim"));
+    if (c.real("margin-min") > c.real("margin-max"))
+      throw usage_error("--margin-min " + term_cell(cell(c.real("margin-min"))) + " exceeds --margin-max " +
+                        term_cell(cell(c.real("margin-max"))) + " (allowed: margin-min <= margin-max)");
+    if (c.integer("head-dim") % 2 != 0)
+      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                        " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+    const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
+    const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
+    if (nmin < need)
+      throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
+                        std::to_string(c.integer("queries")) + " spans of " + std::to_string(c.integer("span")) +
+                        " tokens (allowed: contexts >= " + std::to_string(need) + ", or fewer --queries)");
+    if (c.integer("topk") >= nmin)
+      throw usage_error("--topk " + std::to_string(c.integer("topk")) + " is not below the shortest context " +
+                        std::to_string(nmin) + " (allowed: 1 to context-1)");
+  };
+  d.run = [](const context& ctx) {
+    const config& cfg = ctx.cfg;
+    const auto& schemes = cfg.names("schemes");
+    const auto& ctxs = cfg.ints("contexts");
+    const std::size_t NS = schemes.size(), NC = ctxs.size();
+    const std::size_t seeds = static_cast<std::size_t>(cfg.integer("seeds"));
+    const std::size_t nq = static_cast<std::size_t>(cfg.integer("queries"));
+    const std::size_t k = static_cast<std::size_t>(cfg.integer("topk"));
+    const std::size_t span = static_cast<std::size_t>(cfg.integer("span"));
+    const std::size_t hd = static_cast<std::size_t>(cfg.integer("head-dim"));
+    const double mlo = cfg.real("margin-min"), mhi = cfg.real("margin-max");
+    const double outl = cfg.real("outlier"), sink_delta = cfg.real("sink-delta");
+
+    // Per (context, seed) task: counts per scheme.
+    struct counts {
+      std::size_t queries = 0, in_topk = 0, false_topk = 0, top1 = 0, false_top1 = 0;
+      double rank_shift = 0;  // sum over in_topk queries (exact in double for these sizes)
+    };
+    const std::size_t ntask = NC * seeds;
+    std::vector<std::vector<counts>> res(ntask, std::vector<counts>(NS));
+    std::vector<double> cost(ntask);
+    for (std::size_t i = 0; i < ntask; ++i) cost[i] = double(ctxs[i / seeds]);
+    run_tasks(ntask, cost, ctx.threads, ctx.prog, [&](std::size_t ti) {
+      const std::size_t n = static_cast<std::size_t>(ctxs[ti / seeds]);
+      const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(ti % seeds);
+      kvq::inject::scenario_config sc;
+      sc.shape.tokens = n;
+      sc.shape.queries = nq;
+      sc.shape.head_dim = hd;
+      sc.shape.seed = seed;
+      if (outl > 0) {
+        kvq::inject::channel_outlier_config oc;
+        oc.random_count = 4;
+        oc.seed = seed;
+        oc.gain = 1.0f;
+        for (int i = 0; i < 4; ++i) oc.offsets.push_back(static_cast<float>(i % 2 ? -outl : outl));
+        sc.outliers = oc;
+      }
+      kvq::inject::massive_activation_config mc;
+      mc.tokens = {0};
+      mc.factor = 100.0;
+      mc.seed = seed;
+      sc.massive = mc;
+      kvq::inject::sink_config sk;
+      sk.count = 1;
+      sk.delta = sink_delta;
+      sk.seed = seed;
+      sc.sinks = sk;
+      // One span per query, at a random offset inside the query's own slot of the
+      // context after the sink (slots keep the spans apart), margin uniform in [lo, hi].
+      const kvq::inject::counter_rng rng{seed, kvq::inject::make_stream(kvq::inject::stream_kind::user, 0,
+                                                                        static_cast<std::uint32_t>(n >> 6))};
+      const std::size_t slot = (n - 1) / nq;
+      for (std::size_t q = 0; q < nq; ++q) {
+        kvq::inject::scenario_needle nd;
+        nd.row = q;
+        nd.length = span;
+        nd.position = 1 + q * slot + rng.uniform_below(2 * q, static_cast<std::uint32_t>(slot - span + 1));
+        nd.margin = mlo + (mhi - mlo) * rng.uniform_double(2 * q + 1);
+        sc.needles.push_back(nd);
+      }
+      const kvq::inject::scenario built = kvq::inject::build_scenario(sc);
+      const matrix_f& K = built.data.k[0];
+      const matrix_f& Q = built.data.q[0];
+
+      std::vector<double> pref(n), pe(n);
+      std::vector<std::size_t> ref_rank(nq);
+      std::vector<std::vector<std::size_t>> spans(nq);
+      for (std::size_t q = 0; q < nq; ++q) {
+        spans[q] = built.needle_tokens(0, q);
+        weights_reference(&Q(static_cast<Eigen::Index>(q), 0), K, pref.data());
+        ref_rank[q] = span_rank(pref.data(), n, spans[q]);
+      }
+      const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
+      std::vector<float> s(n);
+      matrix_f Kh(K.rows(), K.cols());
+      for (std::size_t si = 0; si < NS; ++si) {
+        const scheme_spec& sch = find_scheme(schemes[si]);
+        sch.qdq(kv_role::key, K.data(), Kh.data(), n, hd);
+        counts& c = res[ti][si];
+        for (std::size_t q = 0; q < nq; ++q) {
+          weights_fp32(&Q(static_cast<Eigen::Index>(q), 0), Kh, scale, s.data(), pe.data());
+          const std::size_t er = span_rank(pe.data(), n, spans[q]);
+          ++c.queries;
+          if (ref_rank[q] <= k) {
+            ++c.in_topk;
+            if (er > k) ++c.false_topk;
+            c.rank_shift += double(er) - double(ref_rank[q]);
+          }
+          if (ref_rank[q] == 1) {
+            ++c.top1;
+            if (er != 1) ++c.false_top1;
+          }
+        }
+      }
+    });
+
+    // Aggregate per (scheme, context) in a fixed order.
+    result r;
+    table t = results_schema();
+    table v = verdict_schema();
+    for (std::size_t si = 0; si < NS; ++si) {
+      double max_rate = 0, max_hi = 0, max_rate1 = 0;
+      std::size_t nbeyond = 0;
+      bool any_above = false, all_below = true;
+      for (std::size_t ci = 0; ci < NC; ++ci) {
+        counts c;
+        for (std::size_t s = 0; s < seeds; ++s) {
+          const counts& x = res[ci * seeds + s][si];
+          c.queries += x.queries;
+          c.in_topk += x.in_topk;
+          c.false_topk += x.false_topk;
+          c.top1 += x.top1;
+          c.false_top1 += x.false_top1;
+          c.rank_shift += x.rank_shift;
+        }
+        const interval w = wilson(c.false_topk, c.in_topk);
+        const interval w1 = wilson(c.false_top1, c.top1);
+        t.rows.push_back({schemes[si], ctxs[ci], c.queries, c.in_topk, c.false_topk, w.rate, w.low, w.high, c.top1,
+                          c.false_top1, w1.rate, w1.low, w1.high,
+                          c.in_topk ? c.rank_shift / double(c.in_topk) : std::nan("")});
+        if (ctxs[ci] > beyond) {
+          ++nbeyond;
+          max_rate = std::max(max_rate, std::isnan(w.rate) ? 0.0 : w.rate);
+          max_hi = std::max(max_hi, w.high);
+          max_rate1 = std::max(max_rate1, std::isnan(w1.rate) ? 0.0 : w1.rate);
+          if (w.low >= threshold) any_above = true;
+          if (!(w.high < threshold)) all_below = false;
+        }
+      }
+      std::string verdict = nbeyond == 0 ? "no context beyond 32k in the grid"
+                            : any_above  ? "gap>=0.2pp (worry supported)"
+                            : all_below  ? "gap<0.2pp (worry not supported)"
+                                         : "inconclusive (interval straddles 0.2pp; more queries needed)";
+      v.rows.push_back({schemes[si], nbeyond, max_rate, max_hi, max_rate1, verdict});
+    }
+    r.tables.push_back(t);
+    r.tables.push_back(v);
+
+    r.setup.set("head_dim", static_cast<long long>(hd));
+    r.setup.set("seeds_per_context", static_cast<long long>(seeds));
+    r.setup.set("queries_per_context", static_cast<long long>(nq));
+    r.setup.set("seed_of_context", "seed * 1000003 + i, i = 0 .. seeds-1 (the same seeds for every context length)");
+    r.setup.set("topk", static_cast<long long>(k));
+    r.setup.set("span_tokens", static_cast<long long>(span));
+    r.setup.set("margin_range", json(std::vector<double>{mlo, mhi}));
+    r.setup.set("scenario",
+                "kvq::inject::build_scenario: N(0,1) Q/K/V; 4 key channel outliers (offset +-m, pre-RoPE); RoPE base "
+                "1e4; massive activation 100 x median|K| on token 0 (2 channels, queries neutralized); token 0 is a "
+                "sink with logit gap sink-delta; one citation span per query at a random offset in its own slot, "
+                "margin uniform in margin_range over the background maximum");
+    r.setup.set("outlier_magnitude", outl);
+    r.setup.set("sink_delta", sink_delta);
+    r.setup.set("reference", "double scores and softmax on the original keys");
+    r.setup.set("emulated", "fp32 scores (softmax_scale = fp32(d^-0.5)) and softmax on the dequantized keys");
+    r.setup.set("threshold_pp", 0.2);
+    r.setup.set("threshold_applies_to", "contexts > 32768 tokens");
+
+    for (const auto& row : v.rows) {
+      char b[256];
+      std::snprintf(b, sizeof b, "%s: %s (largest rate beyond 32k %.3f%%, upper bound %.3f%%)", row[0].s.c_str(),
+                    row[5].s.c_str(), 100 * row[2].d, 100 * row[3].d);
+      r.findings.push_back(b);
+    }
+    return r;
+  };
+  return d;
+}
+
+}  // namespace kvq::study::citations
