@@ -83,41 +83,60 @@ struct code_runs {
 };
 
 // Exhaustive configurations: inputs map(first), map(first+stride), ... below last
-// (ascending). kvq::encode with the policy as compile-time constants (as a caller
-// writing encode<F>(x) gets it) and, for nearest_even, kvq::encode_n, whose float fast
-// path is separate code; CUDA's result for every input.
+// (ascending), in blocks: kvq::encode with the policy as compile-time constants (as a
+// caller writing encode<F>(x) gets it), kvq::encode_n for nearest_even (its float fast
+// path is separate code), CUDA, and the expected codes are each computed for the whole
+// block; the comparison then only looks at the details when something differs.
+template <class F, kvq::rounding R, kvq::overflow O>
+void kvq_block(const float* xs, std::size_t n, std::uint8_t* out) {
+  for (std::size_t j = 0; j < n; ++j) out[j] = kvq::encode<F>(xs[j], R, O);
+}
+
 template <class F, kvq::rounding R, kvq::overflow O, class Map, class Cuda>
 void check_exhaustive(const table& T, const code_runs& runs, rmode r, ovf o, Map map, Cuda cuda,
                       std::uint64_t first, std::uint64_t last, std::uint64_t stride, mismatch_log& log) {
+  constexpr bool with_cuda = !std::is_same<Cuda, no_cuda>::value;
+  constexpr bool with_bulk = R == kvq::rounding::nearest_even;
   walking_oracle direct{T};
   std::size_t k = runs.find(map(first));
-  constexpr std::size_t block = 1024;
+  constexpr std::size_t block = 2048;
   std::uint32_t us[block];
   float xs[block];
-  std::uint8_t bulk[block];
+  std::uint8_t want[block], got[block], bulk[block], cu[block];
   for (std::uint64_t idx = first; idx < last;) {
     std::size_t n = 0;
     for (; n < block && idx < last; ++n, idx += stride) {
       us[n] = map(idx);
       xs[n] = float_from_bits(us[n]);
     }
-    if constexpr (R == kvq::rounding::nearest_even) kvq::encode_n<F>(xs, n, bulk, R, O);
     for (std::size_t j = 0; j < n; ++j) {
-      const std::uint32_t u = us[j];
-      const float x = xs[j];
-      while (u >= runs.start[k + 1]) ++k;
-      const unsigned expected = runs.code[k];
-      const unsigned got = kvq::encode<F>(x, R, O);
-      int c = -1;
-      if constexpr (!std::is_same<Cuda, no_cuda>::value) c = static_cast<int>(cuda(x));
-      if (got != expected) log.add(u, expected, got, c, "kvq::encode vs oracle");
-      if (c >= 0 && static_cast<unsigned>(c) != expected) log.add(u, expected, got, c, "CUDA vs oracle");
-      if constexpr (R == kvq::rounding::nearest_even) {
-        if (bulk[j] != expected) log.add(u, expected, bulk[j], c, "kvq::encode_n vs oracle");
+      while (us[j] >= runs.start[k + 1]) ++k;
+      want[j] = static_cast<std::uint8_t>(runs.code[k]);
+    }
+    kvq_block<F, R, O>(xs, n, got);
+    if constexpr (with_bulk) kvq::encode_n<F>(xs, n, bulk, R, O);
+    if constexpr (with_cuda) {
+      for (std::size_t j = 0; j < n; ++j) cu[j] = static_cast<std::uint8_t>(cuda(xs[j]));
+    }
+    unsigned differ = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      differ |= static_cast<unsigned>(got[j] ^ want[j]);
+      if constexpr (with_bulk) differ |= static_cast<unsigned>(bulk[j] ^ want[j]);
+      if constexpr (with_cuda) differ |= static_cast<unsigned>(cu[j] ^ want[j]);
+    }
+    if (differ != 0) {
+      for (std::size_t j = 0; j < n; ++j) {
+        const int c = with_cuda ? cu[j] : -1;
+        if (got[j] != want[j]) log.add(us[j], want[j], got[j], c, "kvq::encode vs oracle");
+        if (with_bulk && bulk[j] != want[j]) log.add(us[j], want[j], bulk[j], c, "kvq::encode_n vs oracle");
+        if (with_cuda && cu[j] != want[j]) log.add(us[j], want[j], got[j], c, "CUDA vs oracle");
       }
-      if ((u & 0xFFFu) == 0) {
-        const unsigned d = direct(u, x, r, o);
-        if (d != expected) log.add(u, d, expected, c, "oracle runs vs per-input oracle");
+    }
+    // The runs are derived from the per-input oracle; ask it directly now and then.
+    for (std::size_t j = 0; j < n; ++j) {
+      if ((us[j] & 0xFFFu) == 0) {
+        const unsigned d = direct(us[j], xs[j], r, o);
+        if (d != want[j]) log.add(us[j], d, want[j], -1, "oracle runs vs per-input oracle");
       }
     }
     log.checked += n;
