@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <kvq/block/bulk.hpp>
 #include <kvq/block/io16.hpp>
 #include <kvq/block/pack.hpp>
 #include <kvq/block/scheme.hpp>
@@ -147,6 +148,12 @@ float quantize(const S& s, const typename In::storage* x, std::size_t n, tensor_
   const quantize_block_fn<S, In> f{s, S::prepare(t), x, codes, S::scale_bytes ? scales : nullptr,
                                    S::has_zero_point ? zeros : nullptr};
   const std::size_t nb = n / s.block_size();
+#if defined(KVQ_BLOCK_SIMD)
+  if constexpr (bulk::has_quantize<S, In>::value) {  // same bits, many blocks at a time
+    bulk::quantize_blocks(s, f.params, x, nb, codes, scales);
+    return t;
+  }
+#endif
   for (std::size_t b = 0; b < nb; ++b) f(b);
   return t;
 }
@@ -184,6 +191,12 @@ void dequantize(const S& s, const std::uint8_t* codes, std::size_t code_bytes, c
   const dequantize_block_fn<S> f{s, S::prepare(S::tensor == tensor_kind::none ? 1.0f : tensor_val), codes,
                                  S::scale_bytes ? scales : nullptr, S::has_zero_point ? zeros : nullptr, out};
   const std::size_t nb = n / s.block_size();
+#if defined(KVQ_BLOCK_SIMD)
+  if constexpr (bulk::has_dequantize<S>::value) {  // same bits, many blocks at a time
+    bulk::dequantize_blocks(s, f.params, codes, scales, nb, out);
+    return;
+  }
+#endif
   for (std::size_t b = 0; b < nb; ++b) f(b);
 }
 

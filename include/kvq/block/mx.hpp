@@ -59,6 +59,10 @@ struct mx_recipe {
   static constexpr amax_nan tensor_amax_rule = NanRule;
   static constexpr mx_scale_rule scale_rule = Rule;
   static constexpr int elem_emax = element_format::emax;
+  static constexpr rounding element_rounding = ElemRounding;
+  /// Marks the family for the host fast paths (block/bulk.hpp); a recipe deriving from
+  /// mx_recipe must keep its quantize_block / dequantize_block.
+  using mx_base = mx_recipe;
 
   KVQ_HD constexpr std::size_t block_size() const noexcept { return 32; }
 

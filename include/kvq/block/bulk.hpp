@@ -1,0 +1,434 @@
+// kvq/block/bulk.hpp — host fast paths of the checked quantize/dequantize for the
+// recipes whose throughput matters most: NVFP4 (TransformerEngine, vLLM store) and MX
+// with round-to-nearest-even elements (floor and round-up rules), fp32 input.
+//
+// Every fast path computes the same operations, in the same order and precision, as the
+// recipe's quantize_block / dequantize_block (the reference, which the device code and
+// every other input kind keep using); only the shape changes:
+//  - the block amax is an integer max over the |x| bit patterns (for non-negative,
+//    non-NaN floats the integer order is the float order), with the recipe's NaN rule
+//    applied by masks: fmaxf-style (NaN never wins), __hmax2-style (NaN only if all
+//    are NaN) or torch.amax-style (any NaN -> NaN);
+//  - the per-block scale and inverse are computed once per block with the recipe's own
+//    scalar functions;
+//  - e2m1 elements are the threshold form of detail::e2m1_rn on 8 lanes at once, packed
+//    two per byte with shifts; 8-bit MX elements use the format core's branch-free
+//    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked);
+//  - decoding rebuilds the element value from its bits (exact) and multiplies by the
+//    same block factor as the reference.
+// The 8-lane code uses GCC/Clang vector extensions (AVX2 registers with -march=native,
+// two SSE halves otherwise); other compilers, nvcc translation units and
+// KVQ_BLOCK_NO_SIMD use the reference loop. tests/block/test_block_bulk.cpp checks the
+// fast paths against the reference on random tensors with specials for every recipe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <kvq/block/io16.hpp>
+#include <kvq/block/mx.hpp>
+#include <kvq/block/nvfp4.hpp>
+#include <kvq/block/scheme.hpp>
+#include <kvq/config.hpp>
+#include <kvq/format/bulk.hpp>
+
+#if !defined(KVQ_BLOCK_NO_SIMD) && !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && \
+    defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector) && __has_builtin(__builtin_convertvector)
+#define KVQ_BLOCK_SIMD 1
+#endif
+#endif
+
+namespace kvq {
+namespace block {
+namespace bulk {
+
+#if defined(KVQ_BLOCK_SIMD)
+// Vectors live only in local variables and references (never passed or returned by
+// value), so the code has no vector ABI and compiles the same with or without AVX.
+typedef float vf __attribute__((vector_size(32)));
+typedef std::uint32_t vu __attribute__((vector_size(32)));
+typedef std::int32_t vi __attribute__((vector_size(32)));
+typedef std::uint8_t vb8 __attribute__((vector_size(8)));
+
+constexpr std::uint32_t abs_mask = 0x7FFFFFFFu;
+constexpr std::uint32_t inf_bits = 0x7F800000u;
+
+KVQ_FORCEINLINE void load8(const float* p, vu& u) noexcept { std::memcpy(&u, p, sizeof u); }
+
+KVQ_FORCEINLINE std::uint32_t hmax(const vu& v) noexcept {
+  vu a = v;
+  vu b = __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3);
+  a = a > b ? a : b;
+  b = __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5);
+  a = a > b ? a : b;
+  b = __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6);
+  a = a > b ? a : b;
+  return a[0];
+}
+KVQ_FORCEINLINE std::uint32_t hmin(const vu& v) noexcept {
+  vu a = v;
+  vu b = __builtin_shufflevector(a, a, 4, 5, 6, 7, 0, 1, 2, 3);
+  a = a < b ? a : b;
+  b = __builtin_shufflevector(a, a, 2, 3, 0, 1, 6, 7, 4, 5);
+  a = a < b ? a : b;
+  b = __builtin_shufflevector(a, a, 1, 0, 3, 2, 5, 4, 7, 6);
+  a = a < b ? a : b;
+  return a[0];
+}
+
+/// block_amax<f32_input>(x, 8 * NV, Rule), bit for bit.
+template <int NV, amax_nan Rule>
+KVQ_FORCEINLINE float amax(const float* x) noexcept {
+  vu mx = {0, 0, 0, 0, 0, 0, 0, 0};
+  vu mn = ~mx;
+  for (int k = 0; k < NV; ++k) {
+    vu u;
+    load8(x + 8 * k, u);
+    const vu a = u & abs_mask;
+    if (Rule == amax_nan::propagate) {
+      mx = a > mx ? a : mx;  // a NaN's bits exceed every non-NaN's
+    } else {
+      const vu keep = (vu)(a <= inf_bits);
+      const vu am = a & keep;  // NaN -> +0: never above the running max (from 0)
+      mx = am > mx ? am : mx;
+      if (Rule == amax_nan::ignore_unless_all) mn = a < mn ? a : mn;
+    }
+  }
+  const std::uint32_t m = hmax(mx);
+  if (Rule == amax_nan::propagate && m > inf_bits) return bit_cast<float>(0x7FC00000u);
+  if (Rule == amax_nan::ignore_unless_all && hmin(mn) > inf_bits) return bit_cast<float>(0x7FC00000u);
+  return bit_cast<float>(m);
+}
+
+/// Reduces m[0..8) to one vector whose lane k is the max (Max) or min of m[k]'s lanes.
+template <bool Max>
+KVQ_FORCEINLINE void reduce8(const vu* m, vu& out) noexcept {
+  vu r[4];
+  for (int k = 0; k < 4; ++k) {  // lanes 0-3: m[2k] halves, 4-7: m[2k+1] halves
+    const vu lo = __builtin_shufflevector(m[2 * k], m[2 * k + 1], 0, 1, 2, 3, 8, 9, 10, 11);
+    const vu hi = __builtin_shufflevector(m[2 * k], m[2 * k + 1], 4, 5, 6, 7, 12, 13, 14, 15);
+    r[k] = Max ? (lo > hi ? lo : hi) : (lo < hi ? lo : hi);
+  }
+  vu t[2];
+  for (int k = 0; k < 2; ++k) {  // lanes [0,1] m[4k], [2,3] m[4k+2], [4,5] m[4k+1], [6,7] m[4k+3]
+    const vu lo = __builtin_shufflevector(r[2 * k], r[2 * k + 1], 0, 1, 8, 9, 4, 5, 12, 13);
+    const vu hi = __builtin_shufflevector(r[2 * k], r[2 * k + 1], 2, 3, 10, 11, 6, 7, 14, 15);
+    t[k] = Max ? (lo > hi ? lo : hi) : (lo < hi ? lo : hi);
+  }
+  const vu lo = __builtin_shufflevector(t[0], t[1], 0, 4, 2, 6, 8, 12, 10, 14);
+  const vu hi = __builtin_shufflevector(t[0], t[1], 1, 5, 3, 7, 9, 13, 11, 15);
+  out = Max ? (lo > hi ? lo : hi) : (lo < hi ? lo : hi);
+}
+
+/// amax<2, Rule> of 8 consecutive 16-element blocks x[0..128) into am[0..8).
+template <amax_nan Rule>
+KVQ_FORCEINLINE void amax16_x8(const float* x, float* am) noexcept {
+  vu mx[8], mn[8];
+  for (int k = 0; k < 8; ++k) {
+    vu u0, u1;
+    load8(x + 16 * k, u0);
+    load8(x + 16 * k + 8, u1);
+    const vu a0 = u0 & abs_mask, a1 = u1 & abs_mask;
+    if (Rule == amax_nan::propagate) {
+      mx[k] = a0 > a1 ? a0 : a1;
+    } else {
+      const vu m0 = a0 & (vu)(a0 <= inf_bits), m1 = a1 & (vu)(a1 <= inf_bits);
+      mx[k] = m0 > m1 ? m0 : m1;
+      if (Rule == amax_nan::ignore_unless_all) mn[k] = a0 < a1 ? a0 : a1;
+    }
+  }
+  vu r;
+  reduce8<true>(mx, r);
+  if (Rule == amax_nan::propagate) {
+    const vu nan = (vu)(r > inf_bits);
+    r = (r & ~nan) | (nan & 0x7FC00000u);
+  } else if (Rule == amax_nan::ignore_unless_all) {
+    vu q;
+    reduce8<false>(mn, q);
+    const vu nan = (vu)(q > inf_bits);
+    r = (r & ~nan) | (nan & 0x7FC00000u);
+  }
+  std::memcpy(am, &r, sizeof r);
+}
+
+/// detail::e2m1_rn on 8 lanes: codes in the low 4 bits of each lane.
+KVQ_FORCEINLINE void e2m1_codes(const vf& v, vu& code) noexcept {
+  vu ub;
+  std::memcpy(&ub, &v, sizeof ub);
+  const vu au = ub & abs_mask;
+  vf a;
+  std::memcpy(&a, &au, sizeof a);
+  const vi sum = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+  const vu mag = (vu)(-sum);
+  const vu nan = (vu)(au > inf_bits);
+  const vu c = mag | ((ub >> 31) << 3);
+  code = (c & ~nan) | (nan & 7u);
+}
+
+/// 16 e2m1 codes of x[0..16) * s, element 2i in the low nibble of byte i.
+KVQ_FORCEINLINE void store_e2m1_16(const float* x, float s, std::uint8_t* out) noexcept {
+  vu u0, u1, c0, c1;
+  load8(x, u0);
+  load8(x + 8, u1);
+  vf f0, f1;
+  std::memcpy(&f0, &u0, sizeof f0);
+  std::memcpy(&f1, &u1, sizeof f1);
+  f0 = f0 * s;
+  f1 = f1 * s;
+  e2m1_codes(f0, c0);
+  e2m1_codes(f1, c1);
+  const vu lo = __builtin_shufflevector(c0, c1, 0, 2, 4, 6, 8, 10, 12, 14);
+  const vu hi = __builtin_shufflevector(c0, c1, 1, 3, 5, 7, 9, 11, 13, 15);
+  const vb8 b = __builtin_convertvector(lo | (hi << 4), vb8);
+  std::memcpy(out, &b, sizeof b);
+}
+
+/// detail::e2m1_value of 8 codes (low 4 bits of each lane), as float bits.
+KVQ_FORCEINLINE void e2m1_bits(const vu& c, vu& bits) noexcept {
+  const vu e = (c >> 1) & 3u, m = c & 1u;
+  const vu normal = ((e + 126u) << 23) | (m << 22);
+  const vu sub = (0u - m) & 0x3F000000u;
+  const vu is_normal = (vu)(e != 0u);
+  bits = ((c & 8u) << 28) | (normal & is_normal) | (sub & ~is_normal);
+}
+
+/// out[0..16) = e2m1_value(code_i) * s (Two: then * s2) for the 16 codes packed in in[0..8).
+template <bool Two = false>
+KVQ_FORCEINLINE void load_e2m1_16(const std::uint8_t* in, float s, float* out, float s2 = 1.0f) noexcept {
+  vb8 b;
+  std::memcpy(&b, in, sizeof b);
+  const vu w = __builtin_convertvector(b, vu);
+  const vu lo = w & 15u, hi = w >> 4;
+  const vu c0 = __builtin_shufflevector(lo, hi, 0, 8, 1, 9, 2, 10, 3, 11);
+  const vu c1 = __builtin_shufflevector(lo, hi, 4, 12, 5, 13, 6, 14, 7, 15);
+  vu b0, b1;
+  e2m1_bits(c0, b0);
+  e2m1_bits(c1, b1);
+  vf f0, f1;
+  std::memcpy(&f0, &b0, sizeof f0);
+  std::memcpy(&f1, &b1, sizeof f1);
+  f0 = f0 * s;
+  f1 = f1 * s;
+  if (Two) {
+    f0 = f0 * s2;
+    f1 = f1 * s2;
+  }
+  std::memcpy(out, &f0, sizeof f0);
+  std::memcpy(out + 8, &f1, sizeof f1);
+}
+
+/// kvq::decode<F, float> of 8 codes (one per lane), as float bits. F is a MX element
+/// format with one byte per code (e4m3, e5m2, e3m2, e2m3).
+template <class F>
+KVQ_FORCEINLINE void decode_bits(const vu& code, vu& bits) noexcept {
+  constexpr int M = F::mantissa_bits;
+  const vu c = code & static_cast<std::uint32_t>(F::code_mask);
+  const vu mag = c & static_cast<std::uint32_t>(F::magnitude_mask);
+  const vu e = mag >> M, m = mag & ((1u << M) - 1u);
+  const vu normal = ((e + static_cast<std::uint32_t>(127 - F::bias)) << 23) | (m << (23 - M));
+  // subnormal: m * 2^(1 - bias - M), exact
+  const vf subf = __builtin_convertvector((vi)(m), vf) * bit_cast<float>(static_cast<std::uint32_t>(1 - F::bias - M + 127) << 23);
+  vu sub;
+  std::memcpy(&sub, &subf, sizeof sub);
+  const vu is_normal = (vu)(e != 0u);
+  vu r = (normal & is_normal) | (sub & ~is_normal);
+  if constexpr (F::special == specials::finite_nan) {
+    const vu nan = (vu)(mag == static_cast<std::uint32_t>(F::magnitude_mask));
+    r = (r & ~nan) | (nan & 0x7FC00000u);
+  } else if constexpr (F::special == specials::ieee) {
+    constexpr std::uint32_t emax_field = (1u << F::exponent_bits) - 1u;
+    const vu special = (vu)(e == emax_field);
+    const vu val = (vu)(m == 0u) & 0x7F800000u;
+    const vu spec_bits = val | (~(vu)(m == 0u) & 0x7FC00000u);
+    r = (r & ~special) | (spec_bits & special);
+  }
+  const vu sign = (vu)((c & static_cast<std::uint32_t>(F::sign_mask)) != 0u) & 0x80000000u;
+  bits = r | sign;
+}
+#endif  // KVQ_BLOCK_SIMD
+
+// ------------------------------------------------------------------------ recipe matching
+template <class S, class = void>
+struct is_vllm_nvfp4 : std::false_type {};
+template <class S>
+struct is_vllm_nvfp4<S, std::void_t<typename S::instruction_model>>
+    : std::bool_constant<std::is_same<S, nvfp4_vllm<typename S::instruction_model>>::value> {};
+template <class S, class = void>
+struct is_vllm_nvfp4_any : std::false_type {};
+template <class S>
+struct is_vllm_nvfp4_any<S, std::void_t<typename S::instruction_model>>
+    : std::bool_constant<std::is_same<S, nvfp4_vllm<typename S::instruction_model>>::value ||
+                         std::is_same<S, nvfp4_vllm_4over6<typename S::instruction_model>>::value> {};
+
+template <class S, class = void>
+struct is_mx : std::false_type {};
+template <class S>
+struct is_mx<S, std::void_t<typename S::mx_base>> : std::is_base_of<typename S::mx_base, S> {};
+
+template <class S, class = void>
+struct mx_fast_format : std::false_type {};
+template <class S>
+struct mx_fast_format<S, std::enable_if_t<is_mx<S>::value>>
+    : std::bool_constant<S::element_format::has_subnormals && S::element_format::special != specials::fnuz> {};
+template <class S, class = void>
+struct mx_fast_quantize : std::false_type {};
+template <class S>
+struct mx_fast_quantize<S, std::enable_if_t<mx_fast_format<S>::value>>
+    : std::bool_constant<S::element_rounding == rounding::nearest_even> {};
+
+/// Whether quantize<S, In> / dequantize<S> have a fast path here.
+template <class S, class In>
+struct has_quantize
+    : std::bool_constant<
+#if defined(KVQ_BLOCK_SIMD)
+          std::is_same<In, f32_input>::value &&
+          (std::is_same<S, nvfp4_te>::value || is_vllm_nvfp4<S>::value ||
+           mx_fast_quantize<S>::value)
+#else
+          false
+#endif
+          > {
+};
+template <class S>
+struct has_dequantize
+    : std::bool_constant<
+#if defined(KVQ_BLOCK_SIMD)
+          std::is_same<S, nvfp4_te>::value || is_vllm_nvfp4_any<S>::value || mx_fast_format<S>::value
+#else
+          false
+#endif
+          > {
+};
+
+#if defined(KVQ_BLOCK_SIMD)
+// ------------------------------------------------------------------------ quantize
+constexpr std::size_t chunk = 64;  // blocks whose scales are computed before their elements
+
+/// nb blocks of x into codes/scales, as nb calls of S::quantize_block<f32_input>.
+template <class S>
+inline void quantize_blocks(const S& s, const typename S::params& p, const float* x, std::size_t nb,
+                            std::uint8_t* codes, std::uint8_t* scales) noexcept {
+  if constexpr (std::is_same<S, nvfp4_te>::value) {
+    const float fp4_max_inv = 1.0f / 6.0f;
+    const float enc = p.s_enc * fp4_max_inv;  // nvfp4_te::quantize_block: bamax * (s_enc * (1/6))
+    // The element multiplier depends only on the scale byte (and the tensor constants):
+    // one table of all 256, computed as quantize_block computes it.
+    float inv_of[256];
+    for (int c = 0; c < 256; ++c) {
+      const float sff = detail::e4m3_value(static_cast<std::uint8_t>(c));
+      if (s.inverse == nvfp4_te::inverse_rule::rcp_of_product) {
+        const float prod = sff * p.s_dec;
+        inv_of[c] = detail::fmin_ign(1.0f / prod, detail::flt_max);
+      } else {
+        inv_of[c] = p.s_enc / sff;
+      }
+    }
+    // Chunks of blocks: all scales first (the encode loop vectorises), then all elements,
+    // so no block waits on the latency of its own scale.
+    float am[chunk];
+    for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
+      const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
+      const float* xc = x + 16 * b0;
+      std::uint8_t* sc = scales + b0;
+      std::size_t j = 0;
+      for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore>(xc + 16 * j, am + j);
+      for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore>(xc + 16 * j);
+      for (j = 0; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
+      for (j = 0; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
+    }
+  } else if constexpr (is_vllm_nvfp4<S>::value) {
+    // S::candidate with denominator 6: SF = e4m3(gs * (vmax * rcp(6))), and the output
+    // scale, a function of SF alone, from a table of all 256.
+    using I = typename S::instruction_model;
+    const float gs = p.global_scale;
+    const float r6 = I::rcp(6.0f);
+    float os_of[256];
+    for (int c = 0; c < 256; ++c) {
+      const float sff = detail::e4m3_value(static_cast<std::uint8_t>(c));
+      os_of[c] = sff != 0.0f ? I::rcp(sff * I::rcp(gs)) : 0.0f;
+    }
+    float am[chunk];
+    for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
+      const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
+      const float* xc = x + 16 * b0;
+      std::uint8_t* sc = scales + b0;
+      std::size_t j = 0;
+      for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore_unless_all>(xc + 16 * j, am + j);
+      for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore_unless_all>(xc + 16 * j);
+      for (j = 0; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(gs * (am[j] * r6));
+      for (j = 0; j < m; ++j) store_e2m1_16(xc + 16 * j, os_of[sc[j]], codes + 8 * (b0 + j));
+    }
+  } else {  // MX, nearest-even elements
+    using F = typename S::element_format;
+    (void)s;
+    float inv_of[256];
+    for (int c = 0; c < 256; ++c) inv_of[c] = S::inverse_of(static_cast<std::uint8_t>(c));
+    for (std::size_t b = 0; b < nb; ++b) {
+      const float* xb = x + 32 * b;
+      const float a = amax<4, S::tensor_amax_rule>(xb);
+      const std::uint8_t e = S::scale_for(a);
+      scales[b] = e;
+      const float inv = inv_of[e];
+      if constexpr (S::storage_bits == 4) {
+        store_e2m1_16(xb, inv, codes + 16 * b);
+        store_e2m1_16(xb + 16, inv, codes + 16 * b + 8);
+      } else {
+        std::uint8_t* __restrict cb = codes + 32 * b;
+        for (int i = 0; i < 32; ++i) cb[i] = kvq::detail::encode_rne_float_fast<F, overflow::satfinite>(xb[i] * inv);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------------ dequantize
+template <class S>
+inline void dequantize_blocks(const S& s, const typename S::params& p, const std::uint8_t* codes,
+                              const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
+  (void)s;
+  if constexpr (std::is_same<S, nvfp4_te>::value) {
+    const float factor_inv = static_cast<float>(1.0 / (6.0 * 448.0));
+    float mul_of[256];  // nvfp4_te::dequantize_block's block factor for every scale byte
+    for (int c = 0; c < 256; ++c) {
+      const float t = detail::e4m3_value(static_cast<std::uint8_t>(c)) * p.amax;
+      mul_of[c] = t * factor_inv;
+    }
+    for (std::size_t b = 0; b < nb; ++b) load_e2m1_16(codes + 8 * b, mul_of[scales[b]], out + 16 * b);
+  } else if constexpr (is_vllm_nvfp4_any<S>::value) {
+    float sff_of[256];
+    for (int c = 0; c < 256; ++c) sff_of[c] = detail::e4m3_value(static_cast<std::uint8_t>(c));
+    for (std::size_t b = 0; b < nb; ++b)  // (e2m1 * SFf) * k_scale
+      load_e2m1_16<true>(codes + 8 * b, sff_of[scales[b]], out + 16 * b, p.k_scale);
+  } else {  // MX
+    using F = typename S::element_format;
+    float sv_of[256];
+    for (int c = 0; c < 256; ++c) sv_of[c] = S::scale_value(static_cast<std::uint8_t>(c));
+    for (std::size_t b = 0; b < nb; ++b) {
+      const float sv = sv_of[scales[b]];
+      float* ob = out + 32 * b;
+      if constexpr (S::storage_bits == 4) {
+        load_e2m1_16(codes + 16 * b, sv, ob);
+        load_e2m1_16(codes + 16 * b + 8, sv, ob + 16);
+      } else {
+        for (int k = 0; k < 4; ++k) {
+          vb8 cb;
+          std::memcpy(&cb, codes + 32 * b + 8 * k, sizeof cb);
+          const vu c = __builtin_convertvector(cb, vu);
+          vu bits;
+          decode_bits<F>(c, bits);
+          vf f;
+          std::memcpy(&f, &bits, sizeof f);
+          f = f * sv;
+          std::memcpy(ob + 8 * k, &f, sizeof f);
+        }
+      }
+    }
+  }
+}
+#endif  // KVQ_BLOCK_SIMD
+
+}  // namespace bulk
+}  // namespace block
+}  // namespace kvq

@@ -1,0 +1,184 @@
+// The host fast paths of quantize/dequantize (block/bulk.hpp) against the per-block
+// reference functors (quantize_block_fn / dequantize_block_fn, the code the device
+// uses): every output bit, on random tensors with outliers, zero blocks, NaN/Inf/-0,
+// denormals, huge and tiny ranges, odd tensor values; dequantization on random code
+// and scale bytes (every byte value, NaN scales included).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <kvq/block.hpp>
+
+namespace kb = kvq::block;
+
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+float from_bits(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+std::uint32_t to_bits(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+/// n values (n a multiple of 32) of one of several shapes, chosen by the seed.
+std::vector<float> make_input(std::size_t n, std::uint64_t seed) {
+  std::vector<float> x(n);
+  const int shape = static_cast<int>(seed % 6);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t r = mix64(seed * 1000003u + i);
+    const float u = static_cast<float>(r >> 40) * (1.0f / 16777216.0f) * 2.0f - 1.0f;  // [-1, 1)
+    float v = u * 3.0f;
+    switch (shape) {
+      case 0: break;
+      case 1: v = (r % 53 == 0) ? v * 5000.0f : v; break;                 // outliers
+      case 2: v = from_bits(static_cast<std::uint32_t>(r >> 32) & 0x807FFFFFu); break;  // denormals, +-0
+      case 3: v = from_bits(static_cast<std::uint32_t>(r >> 32)); break;   // any bit pattern
+      case 4: v = v * (((r >> 8) % 3 == 0) ? 1e-38f : 1e30f); break;       // extreme ranges
+      default: v = 0.5f * static_cast<float>(static_cast<int>((r >> 20) % 25) - 12); break;  // grid points, ties
+    }
+    x[i] = v;
+  }
+  // a few structural cases whatever the shape
+  const std::size_t nb = n / 32;
+  for (std::size_t b = 0; b < nb; ++b) {
+    const std::uint64_t r = mix64(seed ^ (b * 7919u));
+    float* xb = x.data() + 32 * b;
+    switch (r % 11) {
+      case 0: for (int i = 0; i < 32; ++i) xb[i] = 0.0f; break;                   // zero block
+      case 1: xb[r % 32] = from_bits(0x7FC00000u | static_cast<std::uint32_t>(r >> 50)); break;  // one NaN
+      case 2: xb[r % 32] = (r & 64) ? -1.0f / 0.0f : 1.0f / 0.0f; break;           // one Inf
+      case 3: for (int i = 0; i < 32; ++i) xb[i] = from_bits(0xFFC00001u + static_cast<std::uint32_t>(i)); break;  // all NaN
+      case 4: for (int i = 0; i < 16; ++i) xb[i] = from_bits(0x7F800001u + static_cast<std::uint32_t>(i)); break;  // half NaN
+      case 5: for (int i = 0; i < 32; ++i) xb[i] = -0.0f; break;
+      case 6: for (int i = 0; i < 32; ++i) xb[i] = from_bits(static_cast<std::uint32_t>(1 + i)); break;  // tiny denormals
+      default: break;
+    }
+  }
+  return x;
+}
+
+template <class S>
+std::string quantize_mismatch(const S& s, const std::vector<float>& x, kb::tensor_value tv) {
+  const std::size_t n = x.size();
+  const kb::buffer_sizes z = kb::sizes_of(s, n);
+  std::vector<std::uint8_t> c1(z.code_bytes, 0x5A), c2(z.code_bytes, 0xA5);
+  std::vector<typename S::scale_type> s1(z.scales), s2(z.scales);
+  const float t = kb::quantize(s, x.data(), n, tv, c1.data(), c1.size(), s1.data(), s1.size());
+  // reference: the per-block functor over every block
+  const kb::quantize_block_fn<S> f{s, S::prepare(t), x.data(), c2.data(), s2.data(), nullptr};
+  for (std::size_t b = 0; b < z.blocks; ++b) f(b);
+  for (std::size_t i = 0; i < c1.size(); ++i)
+    if (c1[i] != c2[i]) return "code byte " + std::to_string(i) + ": " + std::to_string(c1[i]) + " vs " + std::to_string(c2[i]);
+  for (std::size_t i = 0; i < s1.size(); ++i)
+    if (s1[i] != s2[i]) return "scale " + std::to_string(i) + ": " + std::to_string(s1[i]) + " vs " + std::to_string(s2[i]);
+  return {};
+}
+
+template <class S>
+std::string dequantize_mismatch(const S& s, std::size_t n, std::uint64_t seed, float tensor) {
+  const kb::buffer_sizes z = kb::sizes_of(s, n);
+  std::vector<std::uint8_t> codes(z.code_bytes);
+  std::vector<typename S::scale_type> sc(z.scales);
+  for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(mix64(seed + 3 * i));
+  for (std::size_t i = 0; i < sc.size(); ++i) {
+    const std::uint64_t r = mix64(~seed + i);
+    // every byte, but mostly the plausible ones
+    sc[i] = static_cast<std::uint8_t>((r & 3) ? (r >> 8) % 40 + ((r >> 16) & 1 ? 100 : 0) : (r >> 24));
+  }
+  std::vector<float> o1(n, 1.0f), o2(n, 2.0f);
+  kb::dequantize(s, codes.data(), codes.size(), sc.data(), sc.size(), nullptr, 0, tensor, o1.data(), n);
+  const kb::dequantize_block_fn<S> f{s, S::prepare(S::tensor == kb::tensor_kind::none ? 1.0f : tensor), codes.data(),
+                                     sc.data(), nullptr, o2.data()};
+  for (std::size_t b = 0; b < z.blocks; ++b) f(b);
+  for (std::size_t i = 0; i < n; ++i)
+    if (to_bits(o1[i]) != to_bits(o2[i]))
+      return "value " + std::to_string(i) + ": " + std::to_string(o1[i]) + " vs " + std::to_string(o2[i]);
+  return {};
+}
+
+const std::vector<float>& tensor_values() {
+  static const std::vector<float> v{1.0f, 0.02f, 3.5f, 448.0f * 6.0f, 1e-3f, 1e30f, 1e-40f, 0.0f, -2.0f,
+                                    1.0f / 0.0f, from_bits(0x7FC00000u), from_bits(0x00000001u)};
+  return v;
+}
+
+template <class S>
+void check_scheme(const S& s, const char* label) {
+  for (std::uint64_t seed = 1; seed <= 36; ++seed) {
+    const std::size_t n = 32 * (1 + static_cast<std::size_t>(mix64(seed) % 64));
+    const std::vector<float> x = make_input(n, seed);
+    {
+      const std::string d = quantize_mismatch(s, x, kb::tensor_value::computed());
+      INFO(label << " quantize, computed tensor value, seed " << seed << ": " << d);
+      CHECK(d.empty());
+    }
+    for (float tv : tensor_values()) {
+      const std::string d = quantize_mismatch(s, x, kb::tensor_value::given(tv));
+      INFO(label << " quantize, tensor value " << tv << ", seed " << seed << ": " << d);
+      CHECK(d.empty());
+    }
+  }
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    for (float tv : tensor_values()) {
+      const std::string d = dequantize_mismatch(s, 32 * 97, seed, tv);
+      INFO(label << " dequantize, tensor value " << tv << ", seed " << seed << ": " << d);
+      CHECK(d.empty());
+    }
+  }
+}
+
+template <class E>
+void check_mx(const char* label) {
+  check_scheme(kb::mx_floor<E>{}, label);
+  check_scheme(kb::mx_floor_microxcaling<E>{}, label);
+  check_scheme(kb::mx_rceil_te<E>{}, label);
+  check_scheme(kb::mx_rceil_torchao<E>{}, label);
+}
+
+}  // namespace
+
+TEST_CASE("fast paths are compiled where expected", "[block][bulk]") {
+#if defined(KVQ_BLOCK_SIMD)
+  CHECK(kb::bulk::has_quantize<kb::nvfp4_te, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::nvfp4_vllm<>, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::mxfp4_floor, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::mxfp8_e4m3_rceil, kb::f32_input>::value);
+  CHECK(kb::bulk::has_dequantize<kb::mxfp8_e4m3_floor>::value);
+#endif
+  // never for recipes or inputs whose reference differs
+  CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_vllm_4over6<>, kb::f32_input>::value);
+  CHECK_FALSE(kb::bulk::has_quantize<kb::mx_floor_microxcaling<kvq::fmt::e2m1>, kb::f32_input>::value);
+  CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_te, kb::bf16_input>::value);
+  CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_torchao, kb::f32_input>::value);
+}
+
+TEST_CASE("NVFP4 fast paths equal the per-block reference", "[block][bulk]") {
+  check_scheme(kb::nvfp4_te{}, "nvfp4_te");
+  kb::nvfp4_te div;
+  div.inverse = kb::nvfp4_te::inverse_rule::enc_div_scale;
+  check_scheme(div, "nvfp4_te enc_div_scale");
+  check_scheme(kb::nvfp4_vllm<kvq::instr::ieee>{}, "nvfp4_vllm ieee");
+  check_scheme(kb::nvfp4_vllm<kvq::instr::ieee_fma>{}, "nvfp4_vllm ieee_fma");
+  check_scheme(kb::nvfp4_vllm_4over6<>{}, "nvfp4_vllm_4over6");
+}
+
+TEST_CASE("MX fast paths equal the per-block reference", "[block][bulk]") {
+  check_mx<kvq::fmt::e2m1>("mxfp4");
+  check_mx<kvq::fmt::e4m3>("mxfp8 e4m3");
+  check_mx<kvq::fmt::e5m2>("mxfp8 e5m2");
+  check_mx<kvq::fmt::e3m2>("mxfp6 e3m2");
+  check_mx<kvq::fmt::e2m3>("mxfp6 e2m3");
+}
