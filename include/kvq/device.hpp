@@ -17,4 +17,6 @@
 #include <kvq/device/nvfp4_lanes.hpp>
 #include <kvq/device/math.hpp>
 #include <kvq/device/reduce.hpp>
+#include <kvq/device/attention.hpp>
+#include <kvq/device/metrics.hpp>
 // CUDA kernels (nvcc only): #include <kvq/device/nvfp4_kernel.cuh>

@@ -19,6 +19,13 @@
 #include <kvq/device/block.hpp>
 #include <kvq/device/math.hpp>
 #include <kvq/device/reduce.hpp>
+#include <kvq/device/attention.hpp>
+#include <kvq/device/metrics.hpp>
+#include <kvq/metrics/distribution.hpp>
+#include <kvq/metrics/rank.hpp>
+#include <kvq/metrics/topk.hpp>
+#include <kvq/metrics/weighted_tau.hpp>
+#include <kvq/metrics/workspace.hpp>
 #include <kvq/format.hpp>
 
 #include "inputs.hpp"
@@ -122,7 +129,8 @@ void decode_checks(std::vector<check_result>& out) {
 }
 
 /// Packed e2m1 (two codes per byte) encode and decode, odd length included.
-inline void packed_checks(std::vector<check_result>& out, const std::vector<float>& in_even) {
+template <class = void>
+void packed_checks(std::vector<check_result>& out, const std::vector<float>& in_even) {
   for (std::size_t n : {in_even.size(), in_even.size() - 1}) {
     std::vector<float> in(in_even.begin(), in_even.begin() + static_cast<std::ptrdiff_t>(n));
     thrust::device_vector<float> d_in(in.begin(), in.end());
@@ -143,35 +151,51 @@ inline void packed_checks(std::vector<check_result>& out, const std::vector<floa
   }
 }
 
-/// Every element-wise check, all formats; n inputs each.
-inline std::vector<check_result> all_conversion_checks(std::size_t n) {
+/// The element-wise checks in two parts (so that CUDA builds can compile them in two
+/// translation units): part 0 = encode/stochastic/round trip of float inputs for every
+/// format; part 1 = double inputs, decode of every code, packed e2m1.
+template <int Part>
+std::vector<check_result> conversion_checks_part(std::size_t n) {
   std::vector<check_result> out;
-  const std::vector<float> f = float_inputs(n);
-  const std::vector<double> d = double_inputs(n / 4);
   namespace fmt = kvq::fmt;
-  conversion_checks<fmt::e4m3>(out, f);
-  conversion_checks<fmt::e5m2>(out, f);
-  conversion_checks<fmt::e3m2>(out, f);
-  conversion_checks<fmt::e2m3>(out, f);
-  conversion_checks<fmt::e2m1>(out, f);
-  conversion_checks<fmt::ue8m0>(out, f);
-  conversion_checks<fmt::ue4m3>(out, f);
-  conversion_checks<fmt::e4m3fnuz>(out, f);
-  conversion_checks<fmt::e5m2fnuz>(out, f);
-  conversion_checks<fmt::e4m3>(out, d);
-  conversion_checks<fmt::e5m2>(out, d);
-  conversion_checks<fmt::e2m1>(out, d);
-  conversion_checks<fmt::ue8m0>(out, d);
-  decode_checks<fmt::e4m3, float>(out);
-  decode_checks<fmt::e5m2, float>(out);
-  decode_checks<fmt::e3m2, float>(out);
-  decode_checks<fmt::e2m3, float>(out);
-  decode_checks<fmt::e2m1, float>(out);
-  decode_checks<fmt::ue8m0, float>(out);
-  decode_checks<fmt::ue4m3, double>(out);
-  decode_checks<fmt::e4m3fnuz, float>(out);
-  decode_checks<fmt::e5m2fnuz, double>(out);
-  packed_checks(out, std::vector<float>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(n / 2 * 2)));
+  if constexpr (Part == 0) {
+    const std::vector<float> f = float_inputs(n);
+    conversion_checks<fmt::e4m3>(out, f);
+    conversion_checks<fmt::e5m2>(out, f);
+    conversion_checks<fmt::e3m2>(out, f);
+    conversion_checks<fmt::e2m3>(out, f);
+    conversion_checks<fmt::e2m1>(out, f);
+    conversion_checks<fmt::ue8m0>(out, f);
+    conversion_checks<fmt::ue4m3>(out, f);
+    conversion_checks<fmt::e4m3fnuz>(out, f);
+    conversion_checks<fmt::e5m2fnuz>(out, f);
+  } else {
+    const std::vector<double> d = double_inputs(n / 4);
+    conversion_checks<fmt::e4m3>(out, d);
+    conversion_checks<fmt::e5m2>(out, d);
+    conversion_checks<fmt::e2m1>(out, d);
+    conversion_checks<fmt::ue8m0>(out, d);
+    decode_checks<fmt::e4m3, float>(out);
+    decode_checks<fmt::e5m2, float>(out);
+    decode_checks<fmt::e3m2, float>(out);
+    decode_checks<fmt::e2m3, float>(out);
+    decode_checks<fmt::e2m1, float>(out);
+    decode_checks<fmt::ue8m0, float>(out);
+    decode_checks<fmt::ue4m3, double>(out);
+    decode_checks<fmt::e4m3fnuz, float>(out);
+    decode_checks<fmt::e5m2fnuz, double>(out);
+    const std::vector<float> f = float_inputs(n);
+    packed_checks(out, std::vector<float>(f.begin(), f.begin() + static_cast<std::ptrdiff_t>(n / 2 * 2)));
+  }
+  return out;
+}
+
+/// Every element-wise check, all formats; n inputs each.
+template <class = void>  // a template: instantiated (with its kernels) only where called
+std::vector<check_result> all_conversion_checks(std::size_t n) {
+  std::vector<check_result> out = conversion_checks_part<0>(n);
+  const std::vector<check_result> rest = conversion_checks_part<1>(n);
+  out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }
 
@@ -219,9 +243,12 @@ void block_checks(std::vector<check_result>& out, const std::string& label, cons
   push_compare(out, "dequantize " + name, d_deq, deq);
 }
 
-/// Every recipe of kvq/block.hpp on rows x 128 KV-like inputs (f32; bf16 and fp16
-/// for a few), with the tensor value computed from the data and given.
-inline std::vector<check_result> all_block_checks(std::size_t rows) {
+/// Every recipe of kvq/block.hpp on rows x 128 KV-like inputs (f32; bf16 and fp16 for a
+/// few), with the tensor value computed from the data and given. In two parts (for two
+/// CUDA translation units): 0 = NVFP4 and MX recipes, 1 = FP8/INT8 KV recipes, KIVI
+/// groups and the tensor amax reduction.
+template <int Part>
+std::vector<check_result> block_checks_part(std::size_t rows) {
   namespace kb = kvq::block;
   namespace fmt = kvq::fmt;
   using kb::tensor_value;
@@ -234,53 +261,63 @@ inline std::vector<check_result> all_block_checks(std::size_t rows) {
     xh[i] = kvq::float_to_fp16_rn(x[i]);
   }
   const tensor_value computed = tensor_value::computed();
+  if constexpr (Part == 0) {
+    kb::nvfp4_te te;
+    block_checks(out, "nvfp4_te rcp_of_product", te, x, computed);
+    block_checks(out, "nvfp4_te rcp_of_product", te, x, tensor_value::given(1000.0f));
+    block_checks<kb::nvfp4_te, kb::bf16_input>(out, "nvfp4_te rcp_of_product", te, xb, computed);
+    te.inverse = kb::nvfp4_te::inverse_rule::enc_div_scale;
+    block_checks(out, "nvfp4_te enc_div_scale", te, x, computed);
+    block_checks(out, "nvfp4_vllm", kb::nvfp4_vllm<>{}, x, tensor_value::given(0.25f));
+    block_checks<kb::nvfp4_vllm<>, kb::fp16_input>(out, "nvfp4_vllm", kb::nvfp4_vllm<>{}, xh, tensor_value::given(0.25f));
+    block_checks(out, "nvfp4_vllm_4over6", kb::nvfp4_vllm_4over6<>{}, x, tensor_value::given(0.25f));
+    block_checks(out, "nvfp4_torchao", kb::nvfp4_torchao{}, x, computed);
+    block_checks(out, "nvfp4_torchao_two_level", kb::nvfp4_torchao_two_level{}, x, computed);
 
-  kb::nvfp4_te te;
-  block_checks(out, "nvfp4_te rcp_of_product", te, x, computed);
-  block_checks(out, "nvfp4_te rcp_of_product", te, x, tensor_value::given(1000.0f));
-  block_checks<kb::nvfp4_te, kb::bf16_input>(out, "nvfp4_te rcp_of_product", te, xb, computed);
-  te.inverse = kb::nvfp4_te::inverse_rule::enc_div_scale;
-  block_checks(out, "nvfp4_te enc_div_scale", te, x, computed);
-  block_checks(out, "nvfp4_vllm", kb::nvfp4_vllm<>{}, x, tensor_value::given(0.25f));
-  block_checks<kb::nvfp4_vllm<>, kb::fp16_input>(out, "nvfp4_vllm", kb::nvfp4_vllm<>{}, xh, tensor_value::given(0.25f));
-  block_checks(out, "nvfp4_vllm_4over6", kb::nvfp4_vllm_4over6<>{}, x, tensor_value::given(0.25f));
-  block_checks(out, "nvfp4_torchao", kb::nvfp4_torchao{}, x, computed);
-  block_checks(out, "nvfp4_torchao_two_level", kb::nvfp4_torchao_two_level{}, x, computed);
+    block_checks(out, "mx_floor e4m3", kb::mx_floor<fmt::e4m3>{}, x, computed);
+    block_checks(out, "mx_floor e5m2", kb::mx_floor<fmt::e5m2>{}, x, computed);
+    block_checks(out, "mx_floor e3m2", kb::mx_floor<fmt::e3m2>{}, x, computed);
+    block_checks(out, "mx_floor e2m3", kb::mx_floor<fmt::e2m3>{}, x, computed);
+    block_checks(out, "mx_floor e2m1", kb::mx_floor<fmt::e2m1>{}, x, computed);
+    block_checks(out, "mx_floor_microxcaling e2m1", kb::mx_floor_microxcaling<fmt::e2m1>{}, x, computed);
+    block_checks(out, "mx_rceil_te e4m3", kb::mx_rceil_te<fmt::e4m3>{}, x, computed);
+    block_checks(out, "mx_rceil_te e2m1", kb::mx_rceil_te<fmt::e2m1>{}, x, computed);
+    block_checks<kb::mx_rceil_te<fmt::e2m1>, kb::bf16_input>(out, "mx_rceil_te e2m1", kb::mx_rceil_te<fmt::e2m1>{}, xb,
+                                                             computed);
+    block_checks(out, "mx_rceil_torchao e2m1", kb::mx_rceil_torchao<fmt::e2m1>{}, x, computed);
+  } else {
+    block_checks(out, "fp8_per_tensor e4m3", kb::fp8_per_tensor<fmt::e4m3>{}, x, computed);
+    block_checks(out, "fp8_per_tensor e4m3", kb::fp8_per_tensor<fmt::e4m3>{}, x, tensor_value::given(1.0f));
+    block_checks(out, "fp8_per_tensor e5m2", kb::fp8_per_tensor<fmt::e5m2>{}, x, computed);
+    block_checks(out, "per_token_head fp8", kb::per_token_head<fmt::e4m3>{}, x, computed);
+    block_checks(out, "per_token_head int8", kb::per_token_head<kb::int8_element>{}, x, computed);
+    block_checks(out, "kivi int8", kb::kivi_group<8>{}, x, computed);
+    block_checks(out, "kivi int4", kb::kivi_group<4>{}, x, computed);
+    block_checks(out, "kivi int2", kb::kivi_group<2>{}, x, computed);
+    block_checks<kb::kivi_group_fp16<4>, kb::fp16_input>(out, "kivi_fp16 int4", kb::kivi_group_fp16<4>{}, xh, computed);
 
-  block_checks(out, "mx_floor e4m3", kb::mx_floor<fmt::e4m3>{}, x, computed);
-  block_checks(out, "mx_floor e5m2", kb::mx_floor<fmt::e5m2>{}, x, computed);
-  block_checks(out, "mx_floor e3m2", kb::mx_floor<fmt::e3m2>{}, x, computed);
-  block_checks(out, "mx_floor e2m3", kb::mx_floor<fmt::e2m3>{}, x, computed);
-  block_checks(out, "mx_floor e2m1", kb::mx_floor<fmt::e2m1>{}, x, computed);
-  block_checks(out, "mx_floor_microxcaling e2m1", kb::mx_floor_microxcaling<fmt::e2m1>{}, x, computed);
-  block_checks(out, "mx_rceil_te e4m3", kb::mx_rceil_te<fmt::e4m3>{}, x, computed);
-  block_checks(out, "mx_rceil_te e2m1", kb::mx_rceil_te<fmt::e2m1>{}, x, computed);
-  block_checks<kb::mx_rceil_te<fmt::e2m1>, kb::bf16_input>(out, "mx_rceil_te e2m1", kb::mx_rceil_te<fmt::e2m1>{}, xb,
-                                                           computed);
-  block_checks(out, "mx_rceil_torchao e2m1", kb::mx_rceil_torchao<fmt::e2m1>{}, x, computed);
-
-  block_checks(out, "fp8_per_tensor e4m3", kb::fp8_per_tensor<fmt::e4m3>{}, x, computed);
-  block_checks(out, "fp8_per_tensor e4m3", kb::fp8_per_tensor<fmt::e4m3>{}, x, tensor_value::given(1.0f));
-  block_checks(out, "fp8_per_tensor e5m2", kb::fp8_per_tensor<fmt::e5m2>{}, x, computed);
-  block_checks(out, "per_token_head fp8", kb::per_token_head<fmt::e4m3>{}, x, computed);
-  block_checks(out, "per_token_head int8", kb::per_token_head<kb::int8_element>{}, x, computed);
-  block_checks(out, "kivi int8", kb::kivi_group<8>{}, x, computed);
-  block_checks(out, "kivi int4", kb::kivi_group<4>{}, x, computed);
-  block_checks(out, "kivi int2", kb::kivi_group<2>{}, x, computed);
-  block_checks<kb::kivi_group_fp16<4>, kb::fp16_input>(out, "kivi_fp16 int4", kb::kivi_group_fp16<4>{}, xh, computed);
-
-  // The tensor amax reduction under every NaN rule, including all-NaN and empty input.
-  for (kb::amax_nan rule : {kb::amax_nan::ignore, kb::amax_nan::ignore_unless_all, kb::amax_nan::propagate}) {
-    const std::string rn = rule == kb::amax_nan::ignore ? "ignore" : rule == kb::amax_nan::propagate ? "propagate"
-                                                                                                        : "ignore_unless_all";
-    const std::vector<float> nans(100, kvq::bit_cast<float>(0xFFC00001u));
-    for (const auto* v : {&x, &nans}) {
-      thrust::device_vector<float> d(v->begin(), v->end());
-      thrust::device_vector<float> got(1, kvq::device::tensor_amax(d, rule));
-      out.push_back(compare("tensor_amax " + rn + (v == &x ? " kv" : " all-NaN"), got,
-                            std::vector<float>{kb::tensor_amax(v->data(), v->size(), rule)}));
+    // The tensor amax reduction under every NaN rule, including all-NaN input.
+    for (kb::amax_nan rule : {kb::amax_nan::ignore, kb::amax_nan::ignore_unless_all, kb::amax_nan::propagate}) {
+      const std::string rn = rule == kb::amax_nan::ignore      ? "ignore"
+                             : rule == kb::amax_nan::propagate ? "propagate"
+                                                               : "ignore_unless_all";
+      const std::vector<float> nans(100, kvq::bit_cast<float>(0xFFC00001u));
+      for (const auto* v : {&x, &nans}) {
+        thrust::device_vector<float> d(v->begin(), v->end());
+        thrust::device_vector<float> got(1, kvq::device::tensor_amax(d, rule));
+        out.push_back(compare("tensor_amax " + rn + (v == &x ? " kv" : " all-NaN"), got,
+                              std::vector<float>{kb::tensor_amax(v->data(), v->size(), rule)}));
+      }
     }
   }
+  return out;
+}
+
+template <class = void>  // a template: instantiated (with its kernels) only where called
+std::vector<check_result> all_block_checks(std::size_t rows) {
+  std::vector<check_result> out = block_checks_part<0>(rows);
+  const std::vector<check_result> rest = block_checks_part<1>(rows);
+  out.insert(out.end(), rest.begin(), rest.end());
   return out;
 }
 
@@ -362,7 +399,8 @@ void reduce_checks(std::vector<check_result>& out, const char* tname) {
 }
 
 /// kvq::math on float and double inputs, and every tree reduction.
-inline std::vector<check_result> all_math_checks(std::size_t n) {
+template <class = void>  // a template: instantiated (with its kernels) only where called
+std::vector<check_result> all_math_checks(std::size_t n) {
   std::vector<check_result> out;
   std::vector<float> f = float_inputs(n);
   // plus the range attention uses: scores in [-128, 16]
@@ -373,6 +411,146 @@ inline std::vector<check_result> all_math_checks(std::size_t n) {
   math_checks(out, d, "f64");
   reduce_checks<float>(out, "f32");
   reduce_checks<double>(out, "f64");
+  return out;
+}
+
+// ---- attention kernels and metrics ---------------------------------------------------------
+
+inline std::vector<float> attention_values(std::size_t n, std::uint64_t seed, float scale) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint64_t h = kvq::device::mix64(i * 0x9E3779B97F4A7C15ull + seed);
+    v[i] = static_cast<float>(static_cast<std::int32_t>(h >> 40) - (1 << 23)) * 0x1p-23f * scale;
+  }
+  return v;
+}
+
+template <class T>
+std::vector<T> to_host(const thrust::device_vector<T>& d) {
+  std::vector<T> h(d.size());
+  thrust::copy(d.begin(), d.end(), h.begin());
+  return h;
+}
+
+/// The three attention kernels for nq queries over n keys (with a sink-like key, an
+/// outlier channel and a query with huge scores), then the per-query metrics between
+/// the reference weights and the storage kernel's effective weights.
+template <class = void>  // a template: instantiated (with its kernels) only where called
+std::vector<check_result> attention_metrics_checks(std::size_t nq, std::size_t n, std::size_t d) {
+  namespace ka = kvq::attention;
+  namespace km = kvq::metrics;
+  std::vector<check_result> out;
+  std::vector<float> q = attention_values(nq * d, 1, 2.0f), k = attention_values(n * d, 2, 1.0f),
+                     v = attention_values(n * d, 3, 1.0f);
+  for (std::size_t c = 0; c < d; ++c) k[c] = 8.0f;                  // key 0 aligns with every query (sink)
+  for (std::size_t t = 0; t < n; ++t) k[t * d + 3] *= 30.0f;        // outlier channel
+  for (std::size_t c = 0; c < d; ++c) q[(nq - 1) * d + c] *= 1e3f;  // last query: huge scores
+  const std::size_t sn = n, sd = d;
+  const ka::rows_view<float> K{k.data(), sn, sd, sd}, V{v.data(), sn, sd, sd};
+  const thrust::device_vector<float> dq(q.begin(), q.end()), dk(k.begin(), k.end()), dv(v.begin(), v.end());
+  const std::string shape = " nq=" + std::to_string(nq) + " n=" + std::to_string(n) + " d=" + std::to_string(d);
+
+  // Reference.
+  thrust::device_vector<double> dP, dO;
+  thrust::device_vector<std::uint8_t> dst;
+  kvq::device::reference_attention(dq, dk, dv, nq, n, d, dP, dO, dst);
+  std::vector<double> P(nq * n), O(nq * d), acc(ka::pv_scratch(n, d) + d);
+  std::vector<std::uint8_t> st(nq * 2);
+  for (std::size_t i = 0; i < nq; ++i) {
+    const auto s = ka::reference_query(q.data() + i * d, K, V, P.data() + i * n, O.data() + i * d, acc.data(),
+                                       acc.data() + ka::pv_scratch(n, d));
+    st[2 * i] = s.nonfinite_scores;
+    st[2 * i + 1] = s.nonfinite_output;
+  }
+  out.push_back(compare("attention reference P" + shape, dP, P));
+  out.push_back(compare("attention reference O" + shape, dO, O));
+  out.push_back(compare("attention reference status" + shape, dst, st));
+
+  // Storage-only fp32 and bf16.
+  std::vector<double> Pe(nq * n);
+  for (bool bf16 : {false, true}) {
+    std::vector<float> qq = q, kk = k, vv = v;
+    if (bf16) {
+      for (auto* w : {&qq, &kk, &vv})
+        for (float& x : *w) x = kvq::bf16_to_float(kvq::float_to_bf16_rn(x));
+    }
+    const thrust::device_vector<float> bq(qq.begin(), qq.end()), bk(kk.begin(), kk.end()), bv(vv.begin(), vv.end());
+    const float scale = 1.0f / kvq::math::sqrt(static_cast<float>(d));
+    thrust::device_vector<double> dPe;
+    thrust::device_vector<float> dOs;
+    kvq::device::storage_attention(bq, bk, bv, nq, n, d, scale, bf16, dPe, dOs, dst);
+    std::vector<float> Os(nq * d), sc(n + ka::pv_scratch(n, d) + d);
+    const ka::rows_view<float> Kb{kk.data(), sn, sd, sd}, Vb{vv.data(), sn, sd, sd};
+    for (std::size_t i = 0; i < nq; ++i) {
+      const auto s = ka::storage_query(qq.data() + i * d, Kb, Vb, scale, bf16, Pe.data() + i * n, Os.data() + i * d,
+                                       sc.data(), sc.data() + n, sc.data() + n + ka::pv_scratch(n, d));
+      st[2 * i] = s.nonfinite_scores;
+      st[2 * i + 1] = s.nonfinite_output;
+    }
+    const std::string m = bf16 ? " bf16" : " fp32";
+    out.push_back(compare("attention storage" + m + " P_eff" + shape, dPe, Pe));
+    out.push_back(compare("attention storage" + m + " O" + shape, dOs, Os));
+    out.push_back(compare("attention storage" + m + " status" + shape, dst, st));
+    if (!bf16) {
+      // Per-query metrics, reference vs storage fp32 (Pe holds the fp32 weights now).
+      thrust::device_vector<kvq::device::query_metrics> dm;
+      kvq::device::query_metrics_batch(dP, dPe, nq, n, dm);
+      const std::vector<kvq::device::query_metrics> got = to_host(dm);
+      km::workspace w(n);
+      std::vector<double> g, e;
+      for (std::size_t i = 0; i < nq; ++i) {
+        const double* pi = P.data() + i * n;
+        const double* qi = Pe.data() + i * n;
+        const km::workspace_view ws = w.view();
+        const std::size_t ks[3] = {1 < n ? std::size_t(1) : n, 8 < n ? std::size_t(8) : n, 32 < n ? std::size_t(32) : n};
+        km::topk_result r[3];
+        km::topk_metrics(pi, qi, n, ks, 3, r, ws);
+        const double ex[] = {km::kendall_tau_b(pi, qi, n, ws), km::weighted_kendall_tau(pi, qi, n, ws),
+                             km::spearman_rho(pi, qi, n, ws), km::kl_divergence(pi, qi, n).value,
+                             km::js_divergence(pi, qi, n), km::total_variation(pi, qi, n),
+                             km::underflow(pi, qi, n).fraction, km::argmax_flip(pi, qi, n), r[0].recall, r[1].recall,
+                             r[2].recall, r[0].emulated_outside, r[1].emulated_outside, r[2].emulated_outside};
+        const auto& gm = got[i];
+        const double gx[] = {gm.kendall_tau_b, gm.weighted_tau, gm.spearman_rho, gm.kl, gm.js, gm.tv,
+                             gm.underflow_fraction, gm.argmax_flip, gm.topk_recall[0], gm.topk_recall[1],
+                             gm.topk_recall[2], gm.topk_dropped_mass[0], gm.topk_dropped_mass[1],
+                             gm.topk_dropped_mass[2]};
+        e.insert(e.end(), std::begin(ex), std::end(ex));
+        g.insert(g.end(), std::begin(gx), std::end(gx));
+      }
+      out.push_back(compare("metrics (14 per query) reference vs storage fp32" + shape,
+                            thrust::device_vector<double>(g.begin(), g.end()), e));
+    }
+  }
+
+  // FlashAttention-3 FP8 (e4m3 Q/K/V), both iteration orders and both P scalings.
+  std::vector<float> q8 = q, k8 = k, v8 = v;
+  for (auto* w : {&q8, &k8, &v8})
+    for (float& x : *w) x = kvq::decode<kvq::fmt::e4m3>(kvq::encode<kvq::fmt::e4m3>(x));
+  const thrust::device_vector<float> eq(q8.begin(), q8.end()), ek(k8.begin(), k8.end()), ev(v8.begin(), v8.end());
+  const ka::rows_view<float> K8{k8.data(), sn, sd, sd}, V8{v8.data(), sn, sd, sd};
+  for (bool reverse : {true, false}) {
+    ka::fa3_config c;
+    c.scale_log2 = (1.0f / kvq::math::sqrt(static_cast<float>(d))) * 1.44269504088896340736f;
+    c.block_n = 64;
+    c.reverse = reverse;
+    c.max_offset = reverse ? 8.0f : 0.0f;
+    thrust::device_vector<double> dPf;
+    thrust::device_vector<float> dOf;
+    kvq::device::fa3_attention<kvq::fmt::e4m3>(eq, ek, ev, nq, n, d, c, dPf, dOf, dst);
+    std::vector<double> Pf(nq * n);
+    std::vector<float> Of(nq * d), sc(ka::fa3_scratch(n, d, c.block_n));
+    for (std::size_t i = 0; i < nq; ++i) {
+      const auto s = ka::fa3_query<kvq::fmt::e4m3>(q8.data() + i * d, K8, V8, c, Pf.data() + i * n, Of.data() + i * d,
+                                                   sc.data());
+      st[2 * i] = s.nonfinite_scores;
+      st[2 * i + 1] = s.nonfinite_output;
+    }
+    const std::string m = reverse ? " reverse S=256" : " forward S=1";
+    out.push_back(compare("attention fa3 e4m3" + m + " P_eff" + shape, dPf, Pf));
+    out.push_back(compare("attention fa3 e4m3" + m + " O" + shape, dOf, Of));
+    out.push_back(compare("attention fa3 e4m3" + m + " status" + shape, dst, st));
+  }
   return out;
 }
 

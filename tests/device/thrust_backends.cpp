@@ -128,6 +128,14 @@ TEST_CASE("deterministic math and tree reductions are bit-identical to the seria
   }
 }
 
+TEST_CASE("attention kernels and per-query metrics are bit-identical to the serial functions", "[device]") {
+  for (int threads : {1, 2}) {
+    thread_limit limit(threads);
+    INFO("backend " << kvq::device::system_name() << ", threads " << threads);
+    require_all(kvq_test::attention_metrics_checks(6, 300, 64));
+  }
+}
+
 TEST_CASE("device block quantize rejects a length that is not a multiple of the block size", "[device]") {
   thrust::device_vector<float> x(100, 1.0f);
   thrust::device_vector<std::uint8_t> codes;
