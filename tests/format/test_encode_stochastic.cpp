@@ -137,10 +137,14 @@ TEST_CASE("stochastic rounding: always a neighbour, switching exactly at 2^32 - 
         if (std::isfinite(xf)) check_input<F>(T, xf, o, floats);
       }
     }
-    INFO(T.L.name << " float inputs: " << floats.report(8));
-    CHECK(floats.count == 0);
-    INFO(T.L.name << " double inputs: " << doubles.report(16));
-    CHECK(doubles.count == 0);
+    {
+      INFO(T.L.name << " float inputs: " << floats.report(8));
+      CHECK(floats.count == 0);
+    }
+    {
+      INFO(T.L.name << " double inputs: " << doubles.report(16));
+      CHECK(doubles.count == 0);
+    }
   });
 }
 
