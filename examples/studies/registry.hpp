@@ -5,6 +5,7 @@
 #include "outliers.hpp"
 #include "sinks.hpp"
 #include "citations.hpp"
+#include "policy.hpp"
 
 #include <string>
 #include <vector>
@@ -12,7 +13,7 @@
 namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
-  static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition()};
+  static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition(), policy::definition()};
   return v;
 }
 
