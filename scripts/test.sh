@@ -18,7 +18,9 @@
 # failure, so a broken build never reads as "0 failed".
 #
 # Environment: KVQ_JOBS (parallel build/test jobs, default 2), KVQ_STAGES (space-separated
-# subset of stages to run, default all, e.g. KVQ_STAGES="release-build release-tests").
+# subset of stages to run, default all, e.g. KVQ_STAGES="release-build release-tests"),
+# KVQ_TEST_TIMEOUT (seconds per test without its own TIMEOUT, default 1500; raise it on a
+# machine shared with other work, where the exhaustive sweeps get a fraction of a core).
 #
 # Adding a stage: write a function stage_<name> and add <name> to STAGES below. Use
 # run_ctest <build-dir> [ctest args...] for ctest runs so their counts reach the total.
@@ -27,6 +29,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 JOBS=${KVQ_JOBS:-2}
+TEST_TIMEOUT=${KVQ_TEST_TIMEOUT:-1500}   # seconds per test, for tests that set no TIMEOUT
 B=$ROOT/build
 
 STAGES=(deps release-build release-tests asan-build asan-tests package bench-smoke)
@@ -92,7 +95,7 @@ run_ctest() {
   local junit=$dir/ctest-junit.xml
   rm -f "$junit"
   local rc=0
-  ctest --test-dir "$dir" --output-on-failure --no-tests=error --timeout 1500 \
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error --timeout "$TEST_TIMEOUT" \
         -j "$JOBS" --output-junit "$junit" "$@" || rc=$?
   if [[ -f "$junit" ]]; then
     local counts passed failed skipped
