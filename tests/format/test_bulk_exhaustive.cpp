@@ -86,12 +86,9 @@ void check_format() {
 
 }  // namespace
 
+// e4m3, e5m2, e2m1, e3m2 and e2m3 have their encode_n checked on all floats against CUDA
+// and the oracle in test_encode_exhaustive; this covers the kvq-only formats.
 TEST_CASE("bulk encode equals scalar encode on all floats", "[format][bulk][exhaustive]") {
-  check_format<kvq::fmt::e4m3>();
-  check_format<kvq::fmt::e5m2>();
-  check_format<kvq::fmt::e2m1>();
-  check_format<kvq::fmt::e3m2>();
-  check_format<kvq::fmt::e2m3>();
   check_format<kvq::fmt::ue4m3>();
   check_format<kvq::fmt::e4m3fnuz>();
   check_format<kvq::fmt::e5m2fnuz>();
