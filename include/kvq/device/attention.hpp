@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <kvq/attention/kernels.hpp>
 #include <kvq/config.hpp>
@@ -97,10 +98,14 @@ inline thrust::counting_iterator<std::size_t> idx(std::size_t i) { return thrust
 }  // namespace detail
 
 /// Double-precision reference attention for nq queries: P = softmax(Q K^T / sqrt(d)), O = P V.
-inline void reference_attention(const thrust::device_vector<float>& Q, const thrust::device_vector<float>& K,
-                                const thrust::device_vector<float>& V, std::size_t nq, std::size_t n, std::size_t d,
+/// (FloatVec: thrust::device_vector<float>; a template so that the kernel is compiled only
+/// where it is used.)
+template <class FloatVec>
+void reference_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, std::size_t nq, std::size_t n,
+                         std::size_t d,
                                 thrust::device_vector<double>& P, thrust::device_vector<double>& O,
                                 thrust::device_vector<std::uint8_t>& status) {
+  static_assert(std::is_same<typename FloatVec::value_type, float>::value, "kvq::device: Q, K, V hold floats");
   detail::check_attention_sizes("reference_attention", Q.size(), K.size(), V.size(), nq, n, d);
   const std::size_t scratch = attention::pv_scratch(n, d) + d;
   thrust::device_vector<double> work(nq * scratch);
@@ -116,10 +121,12 @@ inline void reference_attention(const thrust::device_vector<float>& Q, const thr
 
 /// Storage-only emulation (fp32 math, or bf16 with q/K/V already rounded to bf16) over
 /// dequantized K/V; `scale` multiplies q.k (usually 1/sqrt(d)).
-inline void storage_attention(const thrust::device_vector<float>& Q, const thrust::device_vector<float>& K,
-                              const thrust::device_vector<float>& V, std::size_t nq, std::size_t n, std::size_t d,
+template <class FloatVec>
+void storage_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, std::size_t nq, std::size_t n,
+                       std::size_t d,
                               float scale, bool bf16, thrust::device_vector<double>& P_eff,
                               thrust::device_vector<float>& O, thrust::device_vector<std::uint8_t>& status) {
+  static_assert(std::is_same<typename FloatVec::value_type, float>::value, "kvq::device: Q, K, V hold floats");
   detail::check_attention_sizes("storage_attention", Q.size(), K.size(), V.size(), nq, n, d);
   const std::size_t scratch = n + attention::pv_scratch(n, d) + d;
   thrust::device_vector<float> work(nq * scratch);
@@ -135,11 +142,12 @@ inline void storage_attention(const thrust::device_vector<float>& Q, const thrus
 
 /// FlashAttention-3 FP8 forward emulation; Q/K/V hold values of the FP8 format F
 /// (decoded to float).
-template <class F>
-void fa3_attention(const thrust::device_vector<float>& Q, const thrust::device_vector<float>& K,
-                   const thrust::device_vector<float>& V, std::size_t nq, std::size_t n, std::size_t d,
+template <class F, class FloatVec>
+void fa3_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, std::size_t nq, std::size_t n,
+                   std::size_t d,
                    const attention::fa3_config& c, thrust::device_vector<double>& P_eff,
                    thrust::device_vector<float>& O, thrust::device_vector<std::uint8_t>& status) {
+  static_assert(std::is_same<typename FloatVec::value_type, float>::value, "kvq::device: Q, K, V hold floats");
   detail::check_attention_sizes("fa3_attention", Q.size(), K.size(), V.size(), nq, n, d);
   if (c.block_n == 0) throw std::invalid_argument("kvq::device::fa3_attention: block_n is 0");
   const std::size_t scratch = attention::fa3_scratch(n, d, c.block_n);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include <kvq/config.hpp>
 #include <kvq/device/system.hpp>
@@ -68,8 +69,12 @@ struct metrics_fn {
 }  // namespace detail
 
 /// Metrics of nq queries: P and P_hat are nq x n (row-major), out gets nq entries.
-inline void query_metrics_batch(const thrust::device_vector<double>& P, const thrust::device_vector<double>& P_hat,
-                                std::size_t nq, std::size_t n, thrust::device_vector<query_metrics>& out) {
+/// (DoubleVec: thrust::device_vector<double>; a template so that the kernel is compiled
+/// only where it is used.)
+template <class DoubleVec>
+void query_metrics_batch(const DoubleVec& P, const DoubleVec& P_hat, std::size_t nq, std::size_t n,
+                         thrust::device_vector<query_metrics>& out) {
+  static_assert(std::is_same<typename DoubleVec::value_type, double>::value, "kvq::device: P, P_hat hold doubles");
   if (P.size() != nq * n || P_hat.size() != nq * n)
     throw std::invalid_argument("kvq::device::query_metrics_batch: P holds " + std::to_string(P.size()) +
                                 " and P_hat " + std::to_string(P_hat.size()) + " values; nq=" + std::to_string(nq) +
