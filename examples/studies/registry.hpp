@@ -6,6 +6,7 @@
 #include "sinks.hpp"
 #include "citations.hpp"
 #include "policy.hpp"
+#include "rotation.hpp"
 
 #include <string>
 #include <vector>
@@ -13,7 +14,8 @@
 namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
-  static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition(), policy::definition()};
+  static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition(), policy::definition(),
+                                             rotation::definition()};
   return v;
 }
 

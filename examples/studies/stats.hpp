@@ -12,7 +12,7 @@ namespace kvq::study {
 // Wilson score interval for k successes out of n at z = 1.96 (95 %):
 //   center = (p + z^2/2n) / (1 + z^2/n),  half = z/(1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
 // Unlike the normal approximation it stays inside [0, 1] and is informative at k = 0,
-// where the upper bound is about 3.84/n: to show a rate below 0.2 % one needs n > ~1900.
+// where the upper bound is z^2/(n + z^2): to show a rate below 0.2 % one needs n >= 1917.
 struct interval {
   double rate, low, high;
 };

@@ -1,0 +1,12 @@
+// Standalone form of `kvq study policy`: tiered caches (bf16 sinks, recent window, citation spans; NVFP4/FP8 for the rest) on
+// kvq::kv::layer_cache against uniform schemes: bits per value vs distortion.
+// The study itself is examples/studies/policy.hpp.
+//
+//   study_policy            the default grid
+//   study_policy --quick    a small grid (seconds)
+// The kvq command runs the same study with more options (--out, --threads, grid overrides).
+#include "studies/policy.hpp"
+
+int main(int argc, char** argv) {
+  return kvq::study::run_standalone(kvq::study::policy::definition(), argc, argv);
+}
