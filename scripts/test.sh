@@ -12,6 +12,8 @@
 #   package         cmake --install to a temporary prefix, then tests/package/ (a separate
 #                   project) finds it with find_package(kvq CONFIG REQUIRED), builds and runs
 #   bench-smoke     runs each benchmark on a tiny array for a few seconds (no timing claims)
+#   notebooks       executes every notebooks/*.ipynb headless on the --quick study grids
+#                   with the Release kvq command (each notebook counts as one test)
 # and prints a summary: each stage's status and time, then a last line
 #   N passed, N failed
 # summing every ctest run. A stage that fails outside ctest (a build, say) counts as one
@@ -32,7 +34,7 @@ JOBS=${KVQ_JOBS:-2}
 TEST_TIMEOUT=${KVQ_TEST_TIMEOUT:-1500}   # seconds per test, for tests that set no TIMEOUT
 B=$ROOT/build
 
-STAGES=(deps release-build release-tests asan-build asan-tests package bench-smoke)
+STAGES=(deps release-build release-tests asan-build asan-tests package bench-smoke notebooks)
 read -r -a SELECTED <<<"${KVQ_STAGES:-${STAGES[*]}}"
 
 CMAKE_COMMON=()
@@ -216,6 +218,24 @@ stage_bench_smoke() {
     echo "no benchmark programs in $B/ci-release/bench" >&2
     return 1
   fi
+}
+
+stage_notebooks() {
+  # Figures go to the build tree: the committed docs/figures come from full-grid runs.
+  bash "$ROOT/scripts/setup-deps.sh" --notebooks
+  local out=$B/ci-notebooks nb
+  rm -rf "$out"
+  mkdir -p "$out"
+  for nb in "$ROOT"/notebooks/*.ipynb; do
+    if KVQ_BIN=$B/ci-release/kvq KVQ_OUT=$out/results KVQ_FIGURES=$out/figures \
+       jupyter nbconvert --to notebook --execute --output-dir "$out" "$nb"; then
+      TOTAL_PASSED=$((TOTAL_PASSED + 1))
+    else
+      TOTAL_FAILED=$((TOTAL_FAILED + 1))
+      CURRENT_COUNTED_FAILURE=1
+      return 1
+    fi
+  done
 }
 
 # ---------------------------------------------------------------------------------------
