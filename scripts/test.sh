@@ -60,13 +60,19 @@ fmt_time() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 # CPU seconds (user + system) used so far by finished child processes. Printed next to
 # wall time: on a shared machine wall time says little, CPU time / cores is the estimate
 # for a dedicated one.
+# Sets CPU_NOW. Must run in this shell, never inside $(...): a subshell has no children.
 TIMES_FILE=$(mktemp)
+CPU_NOW=0
 cpu_seconds() {
-  local u s
+  local u s t total=0
   times >"$TIMES_FILE"        # a builtin with a redirection: runs in this shell, no fork
-  read -r u s < <(tail -n 1 "$TIMES_FILE")   # children's user and system time
-  awk -v u="$u" -v s="$s" 'function sec(t,  a) { split(t, a, /[ms]/); return a[1] * 60 + a[2] }
-    BEGIN { printf "%d\n", sec(u) + sec(s) + 0.5 }'
+  read -r u s < <(tail -n 1 "$TIMES_FILE")   # children's user and system time, "1m2.345s"
+  for t in "$u" "$s"; do
+    local min=${t%%m*} sec=${t#*m}
+    sec=${sec%s}
+    total=$((total + 10#$min * 60 + 10#${sec%%.*}))
+  done
+  CPU_NOW=$total
 }
 
 # junit_counts FILE: prints "passed failed skipped" from a ctest JUnit report, counting
@@ -120,14 +126,16 @@ print_summary() {
   local rc=$1
   if [[ -n "$CURRENT_STAGE" ]]; then
     # The script is exiting inside a stage: set -e stopped it there.
-    SUMMARY+=("$(stage_line "$CURRENT_STAGE" FAILED)")
+    stage_line "$CURRENT_STAGE" FAILED
+    SUMMARY+=("$STAGE_LINE")
     (( CURRENT_COUNTED_FAILURE )) || TOTAL_FAILED=$((TOTAL_FAILED + 1))
   fi
   echo
   echo "==================== kvq test summary ===================="
   printf '  %-16s %-7s %8s %8s\n' stage status wall cpu
   (( ${#SUMMARY[@]} )) && printf '%s\n' "${SUMMARY[@]}"
-  printf '  %-16s %-7s %8s %8s\n' total "" "$(fmt_time $((SECONDS - T0)))" "$(fmt_time "$(cpu_seconds)")"
+  cpu_seconds
+  printf '  %-16s %-7s %8s %8s\n' total "" "$(fmt_time $((SECONDS - T0)))" "$(fmt_time "$CPU_NOW")"
   (( TOTAL_SKIPPED > 0 )) && echo "  ($TOTAL_SKIPPED tests skipped, not counted below)"
   if (( rc != 0 )); then
     echo "  FAILED (exit status $rc)"
@@ -137,24 +145,26 @@ print_summary() {
 }
 trap 'print_summary $?; rm -f "$TIMES_FILE"' EXIT
 
-# stage_line NAME STATUS: one summary line for the stage that started at CURRENT_START.
+# stage_line NAME STATUS: sets STAGE_LINE, the summary line of the stage that started at
+# CURRENT_START / CURRENT_CPU.
 stage_line() {
-  printf '  %-16s %-7s %8s %8s' "$1" "$2" "$(fmt_time $((SECONDS - CURRENT_START)))" \
-         "$(fmt_time $(($(cpu_seconds) - CURRENT_CPU)))"
+  cpu_seconds
+  printf -v STAGE_LINE '  %-16s %-7s %8s %8s' "$1" "$2" "$(fmt_time $((SECONDS - CURRENT_START)))" \
+         "$(fmt_time $((CPU_NOW - CURRENT_CPU)))"
 }
 
 run_stage() {
   local name=$1
   CURRENT_STAGE=$name
   CURRENT_START=$SECONDS
-  CURRENT_CPU=$(cpu_seconds)
+  cpu_seconds
+  CURRENT_CPU=$CPU_NOW
   CURRENT_COUNTED_FAILURE=0
   echo
   echo "==> [$name] $(date -u +%H:%M:%S)"
   "stage_${name//-/_}"
-  local line
-  line=$(stage_line "$name" ok)
-  SUMMARY+=("$line")
+  stage_line "$name" ok
+  SUMMARY+=("$STAGE_LINE")
   echo "<== [$name] ok in $(fmt_time $((SECONDS - CURRENT_START)))"
   CURRENT_STAGE=""
 }
