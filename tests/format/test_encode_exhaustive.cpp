@@ -87,8 +87,11 @@ struct code_runs {
 // caller writing encode<F>(x) gets it), kvq::encode_n for nearest_even (its float fast
 // path is separate code), CUDA, and the expected codes are each computed for the whole
 // block; the comparison then only looks at the details when something differs.
+// flatten: inline everything into the loop. CUDA's conversion functions are large
+// static functions that GCC otherwise calls out of line with the policy as run-time
+// arguments, which makes them several times slower than the code under test.
 template <class F, kvq::rounding R, kvq::overflow O>
-void kvq_block(const float* xs, std::size_t n, std::uint8_t* out) {
+__attribute__((flatten)) void kvq_block(const float* xs, std::size_t n, std::uint8_t* out) {
   for (std::size_t j = 0; j < n; ++j) out[j] = kvq::encode<F>(xs[j], R, O);
 }
 
@@ -115,9 +118,7 @@ void check_exhaustive(const table& T, const code_runs& runs, rmode r, ovf o, Map
     }
     kvq_block<F, R, O>(xs, n, got);
     if constexpr (with_bulk) kvq::encode_n<F>(xs, n, bulk, R, O);
-    if constexpr (with_cuda) {
-      for (std::size_t j = 0; j < n; ++j) cu[j] = static_cast<std::uint8_t>(cuda(xs[j]));
-    }
+    if constexpr (with_cuda) cuda(xs, n, cu);
     unsigned differ = 0;
     for (std::size_t j = 0; j < n; ++j) {
       differ |= static_cast<unsigned>(got[j] ^ want[j]);
@@ -258,15 +259,16 @@ void run_sampled(rmode r, ovf o) {
 }
 
 #if defined(KVQ_HAVE_CUDA_ORACLE)
-template <cuda_fn CF>
-auto cuda_for(rmode r, ovf o) {
-  const cudaRoundMode cr = cuda_round(r);
-  const __nv_saturation_t cs = cuda_sat(o);
-  return [cr, cs](float x) { return cuda_convert<CF>(x, cr, cs); };
-}
-#define KVQ_CUDA_OR_NONE(CF, r, o) cuda_for<CF>(r, o)
+// CUDA's result for a block of inputs, with the policy as compile-time constants.
+template <cuda_fn CF, cudaRoundMode CR, __nv_saturation_t CS>
+struct cuda_block {
+  __attribute__((flatten)) void operator()(const float* xs, std::size_t n, std::uint8_t* out) const {
+    for (std::size_t j = 0; j < n; ++j) out[j] = static_cast<std::uint8_t>(cuda_convert<CF>(xs[j], CR, CS));
+  }
+};
+#define KVQ_CUDA_OR_NONE(CF, CR, CS) cuda_block<CF, CR, CS>{}
 #else
-#define KVQ_CUDA_OR_NONE(CF, r, o) no_cuda{}
+#define KVQ_CUDA_OR_NONE(CF, CR, CS) no_cuda{}
 #endif
 
 bool cuda_offers(const layout& L, rmode r, ovf o) {
@@ -287,39 +289,39 @@ constexpr auto NOSAT = kvq::overflow::nosat;
 }  // namespace
 
 TEST_CASE("e4m3: every float vs CUDA and the oracle", "[exhaustive][e4m3]") {
-  run_exhaustive<kvq::fmt::e4m3, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, rmode::nearest_even, ovf::satfinite));
-  run_exhaustive<kvq::fmt::e4m3, RN, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, rmode::nearest_even, ovf::nosat));
+  run_exhaustive<kvq::fmt::e4m3, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, cudaRoundNearest, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::e4m3, RN, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e4m3, cudaRoundNearest, __NV_NOSAT));
 }
 
 TEST_CASE("e5m2: every float vs CUDA and the oracle", "[exhaustive][e5m2]") {
-  run_exhaustive<kvq::fmt::e5m2, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, rmode::nearest_even, ovf::satfinite));
-  run_exhaustive<kvq::fmt::e5m2, RN, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, rmode::nearest_even, ovf::nosat));
+  run_exhaustive<kvq::fmt::e5m2, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, cudaRoundNearest, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::e5m2, RN, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp8_e5m2, cudaRoundNearest, __NV_NOSAT));
 }
 
 // FP6/FP4 are always saturating in CUDA (the nosat flag of kvq makes no difference;
 // checked in the sampled test below); RN and RZ are the modes cuda_fp6.hpp and
 // cuda_fp4.hpp accept.
 TEST_CASE("e2m3: every float vs CUDA and the oracle", "[exhaustive][e2m3]") {
-  run_exhaustive<kvq::fmt::e2m3, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, rmode::nearest_even, ovf::satfinite));
-  run_exhaustive<kvq::fmt::e2m3, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, rmode::toward_zero, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e2m3, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, cudaRoundNearest, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::e2m3, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e2m3, cudaRoundZero, __NV_SATFINITE));
 }
 
 TEST_CASE("e3m2: every float vs CUDA and the oracle", "[exhaustive][e3m2]") {
-  run_exhaustive<kvq::fmt::e3m2, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, rmode::nearest_even, ovf::satfinite));
-  run_exhaustive<kvq::fmt::e3m2, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, rmode::toward_zero, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e3m2, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, cudaRoundNearest, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::e3m2, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp6_e3m2, cudaRoundZero, __NV_SATFINITE));
 }
 
 TEST_CASE("e2m1: every float vs CUDA and the oracle", "[exhaustive][e2m1]") {
-  run_exhaustive<kvq::fmt::e2m1, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, rmode::nearest_even, ovf::satfinite));
-  run_exhaustive<kvq::fmt::e2m1, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, rmode::toward_zero, ovf::satfinite));
+  run_exhaustive<kvq::fmt::e2m1, RN, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, cudaRoundNearest, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::e2m1, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::fp4_e2m1, cudaRoundZero, __NV_SATFINITE));
 }
 
 // ue8m0: CUDA offers RZ and RP (cvt.rz/rp[.satfinite].ue8m0x2.f32).
 TEST_CASE("ue8m0: every float vs CUDA and the oracle", "[exhaustive][ue8m0]") {
-  run_exhaustive<kvq::fmt::ue8m0, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::toward_zero, ovf::satfinite));
-  run_exhaustive<kvq::fmt::ue8m0, RZ, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::toward_zero, ovf::nosat));
-  run_exhaustive<kvq::fmt::ue8m0, RP, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::up, ovf::satfinite));
-  run_exhaustive<kvq::fmt::ue8m0, RP, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, rmode::up, ovf::nosat));
+  run_exhaustive<kvq::fmt::ue8m0, RZ, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, cudaRoundZero, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::ue8m0, RZ, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, cudaRoundZero, __NV_NOSAT));
+  run_exhaustive<kvq::fmt::ue8m0, RP, SAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, cudaRoundPosInf, __NV_SATFINITE));
+  run_exhaustive<kvq::fmt::ue8m0, RP, NOSAT>(KVQ_CUDA_OR_NONE(cuda_fn::e8m0, cudaRoundPosInf, __NV_NOSAT));
 }
 
 TEST_CASE("all formats, all rounding modes: sampled floats vs the oracle", "[exhaustive][sampled]") {
