@@ -103,8 +103,10 @@ KVQ_HD constexpr std::uint8_t encode_impl(X x, rounding r, overflow o, std::uint
   const int k = (normal_in ? static_cast<int>(exp_field) : 1) - L::bias - L::mantissa_bits;
   const int lg = normal_in ? static_cast<int>(exp_field) - L::bias : -L::bias;
   const int e_t = lg < F::emin ? F::emin : lg;
-  int shift = (e_t - F::mantissa_bits) - k;  // >= 1 always (static_assert above)
-  if (shift > L::total_bits - 1) shift = L::total_bits - 1;  // m < 2^(total-1): all bits shifted out
+  const int full_shift = (e_t - F::mantissa_bits) - k;  // >= 1 always (static_assert above)
+  // m < 2^(total-1): a shift of total-1 already discards every bit (q = 0, rem = m);
+  // clamping keeps the shifts defined. full_shift still scales the stochastic fraction.
+  const int shift = full_shift > L::total_bits - 1 ? L::total_bits - 1 : full_shift;
 
   const U q = m >> shift;
   const U rem = m & ((U(1) << shift) - 1);
@@ -113,9 +115,14 @@ KVQ_HD constexpr std::uint8_t encode_impl(X x, rounding r, overflow o, std::uint
   if constexpr (Stochastic) {
     // Round up iff frac32 + random_bits >= 2^32, frac32 = the discarded fraction of
     // a quantum as 32-bit fixed point (truncated): P(up) = fraction, to 2^-32.
+    // rem is the discarded part in units of 2^-full_shift quanta (rem == m when the
+    // shift was clamped), so frac32 = floor(rem * 2^(32 - full_shift)).
     std::uint64_t frac32 = 0;
-    if (shift >= 32) frac32 = static_cast<std::uint64_t>(rem >> (shift - 32));
-    else frac32 = static_cast<std::uint64_t>(rem) << (32 - shift);
+    if (full_shift >= 32) {
+      if (full_shift - 32 < L::total_bits) frac32 = static_cast<std::uint64_t>(rem >> (full_shift - 32));
+    } else {
+      frac32 = static_cast<std::uint64_t>(rem) << (32 - full_shift);
+    }
     up = ((frac32 + random_bits) >> 32) != 0;
   } else {
     switch (r) {
