@@ -240,6 +240,30 @@ TEST_CASE("cache memory equals the planner's count", "[kv][planner]") {
   kv_cache c(m.layers, m.kv_heads, m.head_dim, p);
   for (std::size_t l = 0; l < m.layers; ++l) c.layer(l).append(make(2, 150, 64, 22), make(2, 150, 64, 23));
   CHECK(c.memory_bytes() == policy_bytes(m, p, 150));
+  // Sinks and window only (the planner's O(1) path) against a cache holding the tokens.
+  precision_policy q = precision_policy::uniform(kb::mxfp4_rceil{});
+  q.sink_tokens = 4;
+  q.recent_window = 32;
+  for (std::size_t n : {std::size_t{0}, std::size_t{3}, std::size_t{20}, std::size_t{150}}) {
+    kv_cache cq(m.layers, m.kv_heads, m.head_dim, q);
+    if (n > 0)
+      for (std::size_t l = 0; l < m.layers; ++l) cq.layer(l).append(make(2, n, 64, 24), make(2, n, 64, 25));
+    INFO("tokens " << n);
+    CHECK(cq.memory_bytes() == policy_bytes(m, q, n));
+  }
+}
+
+TEST_CASE("planner: shapes no cache can hold are errors", "[kv][planner][errors]") {
+  const model_shape odd{"odd", 2, 2, 100, false, "test"};
+  CHECK(kv_bytes(odd, hp_format::bf16, 10) == 2u * 2u * 2u * 100u * 2u * 10u);
+  CHECK_THROWS_WITH(kv_bytes(odd, kb::nvfp4_te{}, 10),
+                    Catch::Contains("head_dim 100 is not a multiple of nvfp4_te's block size 16"));
+  CHECK_THROWS_WITH(kv_bytes(odd, kb::mxfp4_rceil{}, 10), Catch::Contains("block size 32"));
+  CHECK_THROWS_WITH(kv_bytes(odd, kb::kivi_int4{}, 10), Catch::Contains("group size 32"));
+  const model_shape ok{"ok", 2, 2, 64, false, "test"};
+  kivi_options bad;
+  bad.residual = 48;
+  CHECK_THROWS_WITH(kv_bytes(ok, kb::kivi_int2{}, 10, 0, bad), Catch::Contains("KIVI residual 48"));
 }
 
 TEST_CASE("planner: presets, page rounding, budgets", "[kv][planner]") {

@@ -1,14 +1,282 @@
-// kvq memory — KV-cache bytes per token and what fits, from the kv/ memory planner.
+// kvq memory — KV-cache bytes per token and what fits in a memory budget, per storage
+// format, from the kv/ memory planner (kvq::kv::kv_bytes and friends). Every byte the
+// caches of <kvq/kv/cache.hpp> hold is counted: codes, block scales, zero points,
+// tensor scales, KIVI residual windows, page rounding.
 #include "subcommands.hpp"
+
+#include <kvq/kv/planner.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace kvq::cli {
 
-int cmd_memory(const std::vector<std::string>& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs("usage: kvq memory ...\n\nThe memory planner is not part of this build yet.\n", stdout);
-    return 0;
+namespace {
+
+namespace kv = kvq::kv;
+using kvq::study::cell;
+using kvq::study::column;
+using kvq::study::table;
+
+struct model_choice {
+  const char* key;
+  const kv::model_shape* shape;
+};
+const model_choice kModels[] = {{"llama3.1-8b", &kv::presets::llama31_8b},
+                                {"llama3.1-70b", &kv::presets::llama31_70b},
+                                {"qwen2.5-7b", &kv::presets::qwen25_7b},
+                                {"deepseek-v3", &kv::presets::deepseek_v3}};
+
+const char* const kDefaultFormats =
+    "bf16,fp8_e4m3,fp8_per_token_head,mxfp8_e4m3_rceil,mxfp6_e2m3_rceil,nvfp4_te,nvfp4_vllm,mxfp4_rceil,kivi_int4,"
+    "kivi_int2";
+
+std::string model_keys() {
+  std::string s;
+  for (const auto& m : kModels) s += (s.empty() ? "" : ", ") + std::string(m.key);
+  return s;
+}
+
+std::string all_format_names() {
+  std::string s = "fp32, bf16, fp16";
+  for (std::size_t i = 1; i < std::variant_size<kv::kv_format>::value; ++i) s += std::string(", ") + kv::kv_format_names[i];
+  return s;
+}
+
+const char kHelp[] =
+    "usage: kvq memory [--model NAME | --layers L --kv-heads H --head-dim D [--mla]]\n"
+    "                  [--formats F1,F2,...] [--context N] [--batch B] [--budget-gib G]\n"
+    "                  [--page-tokens P] [--kivi-residual R] [--tiered SINKS,WINDOW] [--csv]\n"
+    "                  [--list-formats]\n\n"
+    "KV-cache memory of one model under each storage format: bytes per token, the bytes of\n"
+    "B sequences of N tokens, and what fits in a budget (longest context for B sequences,\n"
+    "most sequences of N tokens). Every stored byte is counted: codes, block scales, zero\n"
+    "points, tensor scales, KIVI's fp16 residual window, and page rounding (a sequence of\n"
+    "n tokens holds ceil(n/P) pages of P tokens, as vLLM's paged cache does).\n\n"
+    "  --model NAME        llama3.1-8b (default), llama3.1-70b, qwen2.5-7b, deepseek-v3 (MLA)\n"
+    "  --layers L --kv-heads H --head-dim D\n"
+    "                      a custom model instead (--mla: one latent vector of D values per\n"
+    "                      token and layer, no separate K/V heads; --kv-heads not used)\n"
+    "  --formats LIST      storage formats (default: bf16, fp8_e4m3, fp8_per_token_head,\n"
+    "                      mxfp8_e4m3_rceil, mxfp6_e2m3_rceil, nvfp4_te, nvfp4_vllm,\n"
+    "                      mxfp4_rceil, kivi_int4, kivi_int2); --list-formats lists all\n"
+    "  --context N         tokens per sequence (default 128k; 1k = 1024)\n"
+    "  --batch B           sequences (default 1)\n"
+    "  --budget-gib G      memory for the KV cache in GiB (default 40)\n"
+    "  --page-tokens P     tokens per page (default 16, vLLM's block size; 0 = no paging)\n"
+    "  --kivi-residual R   KIVI's fp16 window of recent tokens (default 128)\n"
+    "  --tiered S,W        also a tiered row per low-precision format: the first S tokens\n"
+    "                      (sinks) and the last W tokens in bf16, the rest in the format\n"
+    "                      (no page rounding for tiered rows)\n"
+    "  --csv               CSV with every column instead of the table\n\n"
+    "Columns: format; bits_per_value (stored bits per cached value, scales included, fixed\n"
+    "tensor scales and windows excluded); bytes_per_token (all layers, K and V);\n"
+    "context_bytes (exact bytes of B sequences of N tokens); vs_bf16 (context_bytes over\n"
+    "bf16's); max_context (longest context of B sequences within the budget); max_batch\n"
+    "(most sequences of N tokens within the budget).\n\n"
+    "FP6 codes (mxfp6_*) take one byte each, as kvq's kernel layout stores them; a cache\n"
+    "that packs four FP6 codes into three bytes needs 6.25 bits per value instead of 8.25.\n";
+
+std::size_t parse_count(const std::string& opt, const std::string& v, long long min) {
+  long long x = 0;
+  if (!kvq::study::parse_int(v, x) || x < min)
+    throw usage_error("memory: " + opt + " '" + v + "' is not an integer >= " + std::to_string(min));
+  return static_cast<std::size_t>(x);
+}
+
+// Longest n with fits(n) (fits is monotone, fits(0) true), searched up to 2^40 tokens.
+std::size_t longest(const std::function<bool(std::size_t)>& fits) {
+  if (!fits(0)) return 0;
+  std::size_t lo = 0, hi = 1;
+  while (hi < (std::size_t(1) << 40) && fits(hi)) lo = hi, hi *= 2;
+  if (fits(hi)) return hi;
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
   }
-  throw usage_error("memory: the memory planner is not part of this build yet");
+  return lo;
+}
+
+}  // namespace
+
+int cmd_memory(const std::vector<std::string>& args) {
+  const kv::model_shape* preset = &kv::presets::llama31_8b;
+  bool custom = false, mla = false, csv = false, tiered = false;
+  std::size_t layers = 0, kv_heads = 0, head_dim = 0;
+  std::string formats = kDefaultFormats;
+  std::size_t context = 131072, batch = 1, page = 16, sinks = 0, window = 0;
+  kv::kivi_options kivi;
+  double budget_gib = 40.0;
+  std::string model_arg;
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    }
+    if (a == "--list-formats") {
+      std::printf("%s\n", all_format_names().c_str());
+      return 0;
+    }
+    if (a == "--csv") {
+      csv = true;
+      continue;
+    }
+    if (a == "--mla") {
+      mla = true;
+      continue;
+    }
+    static const char* const kValued[] = {"--model",  "--layers",     "--kv-heads",    "--head-dim",      "--formats",
+                                          "--context", "--batch",     "--budget-gib", "--page-tokens",  "--kivi-residual",
+                                          "--tiered"};
+    bool valued = false;
+    for (const char* v : kValued) valued = valued || a == v;
+    if (!valued)
+      throw usage_error("memory: unknown option '" + a +
+                        "' (allowed: --model, --layers, --kv-heads, --head-dim, --mla, --formats, --context, --batch, "
+                        "--budget-gib, --page-tokens, --kivi-residual, --tiered, --csv, --list-formats, --help)");
+    if (i + 1 >= args.size()) throw usage_error("memory: " + a + " needs a value");
+    const std::string& v = args[++i];
+    if (a == "--model") {
+      model_arg = v;
+      preset = nullptr;
+      for (const auto& m : kModels)
+        if (v == m.key) preset = m.shape;
+      if (!preset) throw usage_error("memory: unknown model '" + v + "' (allowed: " + model_keys() + ")");
+    } else if (a == "--layers") {
+      layers = parse_count(a, v, 1), custom = true;
+    } else if (a == "--kv-heads") {
+      kv_heads = parse_count(a, v, 1), custom = true;
+    } else if (a == "--head-dim") {
+      head_dim = parse_count(a, v, 1), custom = true;
+    } else if (a == "--formats") {
+      formats = v;
+    } else if (a == "--context") {
+      context = parse_count(a, v, 1);
+    } else if (a == "--batch") {
+      batch = parse_count(a, v, 1);
+    } else if (a == "--budget-gib") {
+      if (!kvq::study::parse_real(v, budget_gib) || !(budget_gib > 0) || budget_gib > 1e9)
+        throw usage_error("memory: --budget-gib '" + v + "' is not a number in (0, 1e9]");
+    } else if (a == "--page-tokens") {
+      page = parse_count(a, v, 0);
+    } else if (a == "--kivi-residual") {
+      kivi.residual = parse_count(a, v, 1);
+    } else if (a == "--tiered") {
+      const auto parts = kvq::study::split(v);
+      if (parts.size() != 2) throw usage_error("memory: --tiered '" + v + "' is not SINKS,WINDOW (e.g. 4,128)");
+      sinks = parse_count(a + " sinks", parts[0], 0);
+      window = parse_count(a + " window", parts[1], 0);
+      tiered = true;
+    }
+  }
+
+  kv::model_shape m{};
+  if (custom || mla) {
+    if (!model_arg.empty()) throw usage_error("memory: give either --model or --layers/--kv-heads/--head-dim, not both");
+    if (layers == 0 || head_dim == 0 || (!mla && kv_heads == 0))
+      throw usage_error(mla ? "memory: a custom MLA model needs --layers and --head-dim"
+                            : "memory: a custom model needs --layers, --kv-heads and --head-dim");
+    m = kv::model_shape{"custom", layers, mla ? 0 : kv_heads, head_dim, mla, "command line"};
+  } else {
+    m = *preset;
+  }
+
+  struct row_def {
+    std::string name;
+    kv::kv_format k;
+    bool is_tiered;
+  };
+  std::vector<row_def> rows;
+  for (const std::string& name : kvq::study::split(formats)) {
+    if (name.empty()) throw usage_error("memory: --formats has an empty entry (see --list-formats)");
+    kv::kv_format f;
+    try {
+      f = kv::format_by_name(name);
+    } catch (const std::invalid_argument&) {
+      throw usage_error("memory: unknown format '" + name + "' (allowed: " + all_format_names() + ")");
+    }
+    rows.push_back({name, f, false});
+  }
+  if (tiered) {
+    const std::size_t n = rows.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (!std::holds_alternative<kv::hp_format>(rows[i].k)) rows.push_back({rows[i].name, rows[i].k, true});
+  }
+
+  const double budget_d = std::floor(budget_gib * 1073741824.0);
+  if (budget_d >= 1.8e19) throw usage_error("memory: --budget-gib is too large");
+  const std::size_t budget = static_cast<std::size_t>(budget_d);
+  const double values_per_token = static_cast<double>(m.layers * m.vectors_per_layer() * m.head_dim);
+
+  // One sequence of n tokens in a row's storage.
+  auto seq_bytes = [&](const row_def& r, std::size_t n) -> std::size_t {
+    if (!r.is_tiered) return kv::kv_bytes(m, r.k, r.k, n, page, kivi);
+    kv::precision_policy p = kv::precision_policy::uniform(r.k);
+    p.high = kv::hp_format::bf16;
+    p.sink_tokens = sinks;
+    p.recent_window = window;
+    p.kivi = kivi;
+    return kv::policy_bytes(m, p, n);  // O(1) without flagged spans
+  };
+  auto checked_mul = [](std::size_t a, std::size_t b) -> std::size_t {
+    if (a != 0 && b > SIZE_MAX / a) throw usage_error("memory: context x batch bytes overflow 64 bits");
+    return a * b;
+  };
+
+  const std::size_t bf16_bytes = checked_mul(kv::kv_bytes(m, kv::hp_format::bf16, context, page), batch);
+
+  table t;
+  t.title = std::string("KV-cache memory: ") + m.name + " (" + std::to_string(m.layers) + " layers, " +
+            (m.mla ? "MLA latent " + std::to_string(m.head_dim)
+                   : std::to_string(m.kv_heads) + " KV heads x head_dim " + std::to_string(m.head_dim)) +
+            "), context " + std::to_string(context) + ", batch " + std::to_string(batch) + ", budget " +
+            kvq::study::term_cell(cell(budget_gib)) + " GiB, pages of " + std::to_string(page) + " tokens";
+  t.columns = {{"format", "storage format (tiered: sinks and recent window in bf16)"},
+               {"bits_per_value", "stored bits per cached value, scales included"},
+               {"bytes_per_token", "bytes per token, all layers, K and V"},
+               {"context_bytes", "bytes of batch x context tokens", false},
+               {"context_gib", "the same in GiB"},
+               {"vs_bf16", "context_bytes / bf16 context_bytes"},
+               {"max_context", "longest context of batch sequences within the budget"},
+               {"max_batch", "most sequences of context tokens within the budget"}};
+  for (const auto& r : rows) {
+    std::size_t bytes = 0;
+    double per_token = 0;
+    try {
+      bytes = checked_mul(seq_bytes(r, context), batch);
+      if (r.is_tiered) {
+        // Marginal bytes of low-precision tokens: one more token far past the window.
+        const std::size_t big = std::size_t(1) << 20;
+        per_token = static_cast<double>(seq_bytes(r, sinks + window + 2 * big) - seq_bytes(r, sinks + window + big)) /
+                    static_cast<double>(big);
+      } else {
+        per_token = kv::bytes_per_token(m, r.k, r.k, kivi);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw usage_error(std::string("memory: ") + e.what());
+    }
+    const std::size_t max_ctx = longest([&](std::size_t n) {
+      const std::size_t b = seq_bytes(r, n);
+      return b <= budget / batch;
+    });
+    const std::size_t one = seq_bytes(r, context);
+    const std::size_t max_b = one == 0 ? 0 : budget / one;
+    std::string name = r.is_tiered ? r.name + "+bf16(" + std::to_string(sinks) + "," + std::to_string(window) + ")"
+                                   : r.name;
+    t.rows.push_back({name, per_token * 8.0 / values_per_token, per_token, bytes,
+                      static_cast<double>(bytes) / 1073741824.0,
+                      static_cast<double>(bytes) / static_cast<double>(bf16_bytes), max_ctx, max_b});
+  }
+  if (csv)
+    std::fputs(kvq::study::to_csv(t).c_str(), stdout);
+  else
+    kvq::study::print_table(t, stdout);
+  return 0;
 }
 
 }  // namespace kvq::cli

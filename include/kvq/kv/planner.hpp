@@ -17,6 +17,8 @@
 // decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
 // layer, no separate V), which is what vLLM's MLA cache stores.
 // Page rounding: a sequence of n tokens occupies ceil(n / page_tokens) pages.
+// Shapes no cache can hold (head_dim not a multiple of a format's block or group size, a
+// KIVI residual that is not a multiple of the group) raise std::invalid_argument.
 #pragma once
 
 #include <cstddef>
@@ -75,6 +77,13 @@ inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d,
           return n * d * hp_bytes(s);
         } else if constexpr (kv::detail::is_kivi<T>::value) {
           const std::size_t g = s.group, pb = sizeof(typename T::compute_type::storage), r = kivi.residual;
+          // Values are grouped along head_dim, keys along tokens in whole residual windows.
+          if (d % g != 0)
+            throw std::invalid_argument("kvq::kv planner: head_dim " + std::to_string(d) + " is not a multiple of " +
+                                        format_name(f) + "'s group size " + std::to_string(g));
+          if (r == 0 || r % g != 0)
+            throw std::invalid_argument("kvq::kv planner: KIVI residual " + std::to_string(r) +
+                                        " is not a positive multiple of the group size " + std::to_string(g));
           const std::size_t code_row = d * static_cast<std::size_t>(T::storage_bits) / 8;
           if (role == kv_role::value) {
             const std::size_t q = n > r ? n - r : 0;
@@ -87,6 +96,9 @@ inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d,
           if constexpr (std::is_same<T, block::fp8_per_token_head>::value ||
                         std::is_same<T, block::int8_per_token_head>::value)
             b = d;
+          if (d % b != 0)
+            throw std::invalid_argument("kvq::kv planner: head_dim " + std::to_string(d) + " is not a multiple of " +
+                                        format_name(f) + "'s block size " + std::to_string(b));
           const std::size_t blocks = d / b;
           const std::size_t per = ceil_div(d * static_cast<std::size_t>(T::storage_bits), 8) +
                                   (T::scale_bytes ? blocks * static_cast<std::size_t>(T::scale_bytes) : 0) +
@@ -135,10 +147,14 @@ inline double bytes_per_token(const model_shape& m, const kv_format& f) { return
 /// sinks, flagged spans and the recent window at policy.high, the rest in low_k/low_v.
 inline std::size_t policy_bytes(const model_shape& m, const precision_policy& p, std::size_t tokens) {
   std::size_t keep = 0;
-  for (std::size_t t = 0; t < tokens; ++t) {
-    bool k = t < p.sink_tokens;
-    for (const auto& s : p.keep_spans) k = k || (t >= s.begin && t < s.end);
-    keep += k ? 1 : 0;
+  if (p.keep_spans.empty()) {
+    keep = p.sink_tokens < tokens ? p.sink_tokens : tokens;  // O(1): sinks only
+  } else {
+    for (std::size_t t = 0; t < tokens; ++t) {
+      bool k = t < p.sink_tokens;
+      for (const auto& s : p.keep_spans) k = k || (t >= s.begin && t < s.end);
+      keep += k ? 1 : 0;
+    }
   }
   const std::size_t rest = tokens - keep;
   const std::size_t window = rest < p.recent_window ? rest : p.recent_window;
