@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -181,4 +182,36 @@ TEST_CASE("MX fast paths equal the per-block reference", "[block][bulk]") {
   check_mx<kvq::fmt::e5m2>("mxfp8 e5m2");
   check_mx<kvq::fmt::e3m2>("mxfp6 e3m2");
   check_mx<kvq::fmt::e2m3>("mxfp6 e2m3");
+}
+
+TEST_CASE("tensor_amax equals block_amax bit for bit", "[block][bulk]") {
+  // Lengths around the 32-element stride (tails of every size), long arrays, and inputs
+  // with NaNs of both signs and any payload, infinities, -0 and denormals; all-NaN and
+  // NaN-only-in-the-tail arrays for the rules that treat those specially.
+  const kb::amax_nan rules[] = {kb::amax_nan::ignore, kb::amax_nan::ignore_unless_all, kb::amax_nan::propagate};
+  std::size_t checked = 0;
+  for (std::size_t n : {0, 1, 7, 8, 31, 32, 33, 63, 64, 65, 95, 96, 97, 1000, 4096, 4131}) {
+    for (std::uint64_t seed = 0; seed < 24; ++seed) {
+      std::vector<float> x(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t r = mix64(seed * 7777u + i);
+        switch (seed % 4) {
+          case 0: x[i] = from_bits(static_cast<std::uint32_t>(r >> 32)); break;  // any pattern (NaNs ~0.4%)
+          case 1: x[i] = static_cast<float>(static_cast<std::int64_t>(r >> 40) - (1 << 23)) * 1e-3f; break;
+          case 2: x[i] = from_bits(0x7F800001u + static_cast<std::uint32_t>(r % 0x7FFFFFu) | (r & 1u) << 31); break;  // NaN
+          default: x[i] = from_bits(static_cast<std::uint32_t>(r >> 32) & 0x807FFFFFu); break;  // denormals, +-0
+        }
+      }
+      if (seed % 8 == 5 && n > 0) x[n - 1] = from_bits(0xFFC00001u);                 // NaN in the tail only
+      if (seed % 8 == 6 && n > 0) x[n / 2] = -std::numeric_limits<float>::infinity();
+      for (kb::amax_nan rule : rules) {
+        const float want = kb::block_amax<kb::f32_input>(x.data(), n, rule);
+        const float got = kb::tensor_amax(x.data(), n, rule);
+        INFO("n " << n << " seed " << seed << " rule " << static_cast<int>(rule));
+        CHECK(to_bits(got) == to_bits(want));
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 16u * 24u * 3u);
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <kvq/block/bulk.hpp>
@@ -71,6 +72,11 @@ constexpr double bits_per_value(const S& s) noexcept {
 /// Tensor amax under a NaN rule (max is exact, so the order does not matter).
 template <class In = f32_input>
 KVQ_HD inline float tensor_amax(const typename In::storage* x, std::size_t n, amax_nan rule) noexcept {
+#if defined(KVQ_BLOCK_SIMD)
+  // Host fp32: the 8-lane pass of bulk.hpp, the same bits (tests/block/test_block_bulk.cpp).
+  if constexpr (std::is_same<In, f32_input>::value) return bulk::tensor_amax(x, n, rule);
+  else
+#endif
   return block_amax<In>(x, n, rule);
 }
 

@@ -103,6 +103,42 @@ KVQ_FORCEINLINE float amax(const float* x) noexcept {
   return bit_cast<float>(m);
 }
 
+/// block_amax<f32_input>(x, n, rule), bit for bit, for any n (the tensor amax pass).
+/// Integer max over the |x| bits of the non-NaN elements (for them the integer order is
+/// the float order, and max is exact, so the lane order cannot matter); NaN flags are
+/// collected separately and the rule applied at the end, as block_amax does.
+inline float tensor_amax(const float* x, std::size_t n, amax_nan rule) noexcept {
+  vu mx[4] = {}, any_nan = {}, all_nan = ~vu{};
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      vu u;
+      load8(x + i + 8 * k, u);
+      const vu a = u & abs_mask;
+      const vu nan = (vu)(a > inf_bits);
+      any_nan |= nan;
+      all_nan &= nan;
+      const vu am = a & ~nan;
+      mx[k] = am > mx[k] ? am : mx[k];
+    }
+  }
+  for (int k = 1; k < 4; ++k) mx[0] = mx[k] > mx[0] ? mx[k] : mx[0];
+  std::uint32_t m = hmax(mx[0]);
+  bool any = hmax(any_nan) != 0, all = hmin(all_nan) != 0 || i == 0;
+  for (; i < n; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, x + i, sizeof u);
+    const std::uint32_t a = u & abs_mask;
+    const bool nan = a > inf_bits;
+    any = any || nan;
+    all = all && nan;
+    if (!nan && a > m) m = a;
+  }
+  if (rule == amax_nan::propagate && any) return bit_cast<float>(0x7FC00000u);
+  if (rule == amax_nan::ignore_unless_all && n > 0 && all) return bit_cast<float>(0x7FC00000u);
+  return bit_cast<float>(m);
+}
+
 /// Reduces m[0..8) to one vector whose lane k is the max (Max) or min of m[k]'s lanes.
 template <bool Max>
 KVQ_FORCEINLINE void reduce8(const vu* m, vu& out) noexcept {
