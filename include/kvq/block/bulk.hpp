@@ -52,6 +52,7 @@ typedef float vf __attribute__((vector_size(32)));
 typedef std::uint32_t vu __attribute__((vector_size(32)));
 typedef std::int32_t vi __attribute__((vector_size(32)));
 typedef std::uint8_t vb8 __attribute__((vector_size(8)));
+typedef std::uint8_t vb32 __attribute__((vector_size(32)));
 
 constexpr std::uint32_t abs_mask = 0x7FFFFFFFu;
 constexpr std::uint32_t inf_bits = 0x7F800000u;
@@ -218,7 +219,12 @@ KVQ_FORCEINLINE void store_e2m1_16(const float* x, float s, std::uint8_t* out) n
   e2m1_codes(f1, c1);
   const vu lo = __builtin_shufflevector(c0, c1, 0, 2, 4, 6, 8, 10, 12, 14);
   const vu hi = __builtin_shufflevector(c0, c1, 1, 3, 5, 7, 9, 11, 13, 15);
-  const vb8 b = __builtin_convertvector(lo | (hi << 4), vb8);
+  // The low byte of each lane: a byte shuffle (vpshufb + vpermd with AVX2), not
+  // __builtin_convertvector, which GCC lowers to per-lane extracts and scalar ors.
+  const vu packed = lo | (hi << 4);
+  vb32 bytes;
+  std::memcpy(&bytes, &packed, sizeof bytes);
+  const vb8 b = __builtin_shufflevector(bytes, bytes, 0, 4, 8, 12, 16, 20, 24, 28);
   std::memcpy(out, &b, sizeof b);
 }
 
@@ -402,18 +408,25 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
     (void)s;
     float inv_of[256];
     for (int c = 0; c < 256; ++c) inv_of[c] = S::inverse_of(static_cast<std::uint8_t>(c));
-    for (std::size_t b = 0; b < nb; ++b) {
-      const float* xb = x + 32 * b;
-      const float a = amax<4, S::tensor_amax_rule>(xb);
-      const std::uint8_t e = S::scale_for(a);
-      scales[b] = e;
-      const float inv = inv_of[e];
-      if constexpr (S::storage_bits == 4) {
-        store_e2m1_16(xb, inv, codes + 16 * b);
-        store_e2m1_16(xb + 16, inv, codes + 16 * b + 8);
-      } else {
-        std::uint8_t* __restrict cb = codes + 32 * b;
-        for (int i = 0; i < 32; ++i) cb[i] = kvq::detail::encode_rne_float_fast<F, overflow::satfinite>(xb[i] * inv);
+    // Chunks of blocks, as for NVFP4: amaxes, then scales, then elements, so the scale
+    // computation of one block never stalls its own elements.
+    float am[chunk];
+    for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
+      const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
+      const float* xc = x + 32 * b0;
+      for (std::size_t j = 0; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);
+      for (std::size_t j = 0; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
+      for (std::size_t j = 0; j < m; ++j) {
+        const float* xb = xc + 32 * j;
+        const std::size_t b = b0 + j;
+        const float inv = inv_of[scales[b]];
+        if constexpr (S::storage_bits == 4) {
+          store_e2m1_16(xb, inv, codes + 16 * b);
+          store_e2m1_16(xb + 16, inv, codes + 16 * b + 8);
+        } else {
+          std::uint8_t* __restrict cb = codes + 32 * b;
+          for (int i = 0; i < 32; ++i) cb[i] = kvq::detail::encode_rne_float_fast<F, overflow::satfinite>(xb[i] * inv);
+        }
       }
     }
   }
