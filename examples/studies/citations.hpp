@@ -113,6 +113,25 @@ inline table verdict_schema() {
   return t;
 }
 
+
+// Grid checks shared by the studies that place citation spans (this one and policy): an
+// even head_dim for RoPE, room for every query's span in the shortest context, and a
+// top-k below it.
+inline void check_span_grid(const config& c) {
+  if (c.integer("head-dim") % 2 != 0)
+    throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                      " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+  const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
+  const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
+  if (nmin < need)
+    throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
+                      std::to_string(c.integer("queries")) + " spans of " + std::to_string(c.integer("span")) +
+                      " tokens (allowed: contexts >= " + std::to_string(need) + ", or fewer --queries)");
+  if (c.integer("topk") >= nmin)
+    throw usage_error("--topk " + std::to_string(c.integer("topk")) + " is not below the shortest context " +
+                      std::to_string(nmin) + " (allowed: 1 to context-1)");
+}
+
 inline study_def definition() {
   study_def d;
   d.name = "citations";
@@ -148,18 +167,7 @@ inline study_def definition() {
     if (c.real("margin-min") > c.real("margin-max"))
       throw usage_error("--margin-min " + term_cell(cell(c.real("margin-min"))) + " exceeds --margin-max " +
                         term_cell(cell(c.real("margin-max"))) + " (allowed: margin-min <= margin-max)");
-    if (c.integer("head-dim") % 2 != 0)
-      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
-                        " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
-    const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
-    const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
-    if (nmin < need)
-      throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
-                        std::to_string(c.integer("queries")) + " spans of " + std::to_string(c.integer("span")) +
-                        " tokens (allowed: contexts >= " + std::to_string(need) + ", or fewer --queries)");
-    if (c.integer("topk") >= nmin)
-      throw usage_error("--topk " + std::to_string(c.integer("topk")) + " is not below the shortest context " +
-                        std::to_string(nmin) + " (allowed: 1 to context-1)");
+    check_span_grid(c);
   };
   d.run = [](const context& ctx) {
     const config& cfg = ctx.cfg;

@@ -133,18 +133,7 @@ inline study_def definition() {
   };
   d.outputs = {output_schema()};
   d.validate = [](const config& c) {
-    if (c.integer("head-dim") % 2 != 0)
-      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
-                        " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
-    const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
-    const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
-    if (nmin < need)
-      throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
-                        std::to_string(c.integer("queries")) + " spans of " + std::to_string(c.integer("span")) +
-                        " tokens (allowed: contexts >= " + std::to_string(need) + ", or fewer --queries)");
-    if (c.integer("topk") >= nmin)
-      throw usage_error("--topk " + std::to_string(c.integer("topk")) + " is not below the shortest context " +
-                        std::to_string(nmin) + " (allowed: 1 to context-1)");
+    citations::check_span_grid(c);
     // The cache checks each format against head_dim (block sizes) when it is made.
     for (const auto& pd : make_policies(c, {})) {
       try {
