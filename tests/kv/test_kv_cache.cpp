@@ -291,6 +291,14 @@ TEST_CASE("planner: presets, page rounding, budgets", "[kv][planner]") {
   CHECK(b * kv_bytes(presets::llama31_8b, f, 32768, 16) <= budget);
   CHECK((b + 1) * kv_bytes(presets::llama31_8b, f, 32768, 16) > budget);
   CHECK(max_context(presets::llama31_8b, hp_format::bf16, hp_format::bf16, 131072 * 1000) == 1000);
+  // under a policy: 4 sinks + 128 recent tokens in bf16, the rest NVFP4; exact boundary
+  precision_policy tp = precision_policy::uniform(kb::nvfp4_te{});
+  tp.sink_tokens = 4;
+  tp.recent_window = 128;
+  const std::size_t np = max_context(presets::llama31_8b, tp, budget, 3);
+  CHECK(policy_bytes(presets::llama31_8b, tp, np) * 3 <= budget);
+  CHECK(policy_bytes(presets::llama31_8b, tp, np + 1) * 3 > budget);
+  CHECK(np > max_context(presets::llama31_8b, hp_format::bf16, hp_format::bf16, budget, 3));
 }
 
 TEST_CASE("KV API errors name the sizes", "[kv][errors]") {

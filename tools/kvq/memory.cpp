@@ -8,7 +8,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -85,19 +84,6 @@ std::size_t parse_count(const std::string& opt, const std::string& v, long long 
   if (!kvq::study::parse_int(v, x) || x < min)
     throw usage_error("memory: " + opt + " '" + v + "' is not an integer >= " + std::to_string(min));
   return static_cast<std::size_t>(x);
-}
-
-// Longest n with fits(n) (fits is monotone, fits(0) true), searched up to 2^40 tokens.
-std::size_t longest(const std::function<bool(std::size_t)>& fits) {
-  if (!fits(0)) return 0;
-  std::size_t lo = 0, hi = 1;
-  while (hi < (std::size_t(1) << 40) && fits(hi)) lo = hi, hi *= 2;
-  if (fits(hi)) return hi;
-  while (hi - lo > 1) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    (fits(mid) ? lo : hi) = mid;
-  }
-  return lo;
 }
 
 }  // namespace
@@ -213,15 +199,18 @@ int cmd_memory(const std::vector<std::string>& args) {
   const std::size_t budget = static_cast<std::size_t>(budget_d);
   const double values_per_token = static_cast<double>(m.layers * m.vectors_per_layer() * m.head_dim);
 
-  // One sequence of n tokens in a row's storage.
-  auto seq_bytes = [&](const row_def& r, std::size_t n) -> std::size_t {
-    if (!r.is_tiered) return kv::kv_bytes(m, r.k, r.k, n, page, kivi);
+  // A tiered row: sinks and the recent window in bf16, the rest in the row's format.
+  auto tiered_policy = [&](const row_def& r) {
     kv::precision_policy p = kv::precision_policy::uniform(r.k);
     p.high = kv::hp_format::bf16;
     p.sink_tokens = sinks;
     p.recent_window = window;
     p.kivi = kivi;
-    return kv::policy_bytes(m, p, n);  // O(1) without flagged spans
+    return p;
+  };
+  // One sequence of n tokens in a row's storage.
+  auto seq_bytes = [&](const row_def& r, std::size_t n) -> std::size_t {
+    return r.is_tiered ? kv::policy_bytes(m, tiered_policy(r), n) : kv::kv_bytes(m, r.k, r.k, n, page, kivi);
   };
   auto checked_mul = [](std::size_t a, std::size_t b) -> std::size_t {
     if (a != 0 && b > SIZE_MAX / a) throw usage_error("memory: context x batch bytes overflow 64 bits");
@@ -260,10 +249,8 @@ int cmd_memory(const std::vector<std::string>& args) {
     } catch (const std::invalid_argument& e) {
       throw usage_error(std::string("memory: ") + e.what());
     }
-    const std::size_t max_ctx = longest([&](std::size_t n) {
-      const std::size_t b = seq_bytes(r, n);
-      return b <= budget / batch;
-    });
+    const std::size_t max_ctx = r.is_tiered ? kv::max_context(m, tiered_policy(r), budget, batch)
+                                            : kv::max_context(m, r.k, r.k, budget, batch, page, kivi);
     const std::size_t one = seq_bytes(r, context);
     const std::size_t max_b = one == 0 ? 0 : budget / one;
     std::string name = r.is_tiered ? r.name + "+bf16(" + std::to_string(sinks) + "," + std::to_string(window) + ")"

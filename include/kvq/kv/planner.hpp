@@ -162,19 +162,35 @@ inline std::size_t policy_bytes(const model_shape& m, const precision_policy& p,
   return kv_bytes(m, p.high, p.high, high, 0, p.kivi) + kv_bytes(m, p.low_k, p.low_v, low, 0, p.kivi);
 }
 
-/// Longest context (tokens) whose KV cache for `batch` sequences fits in budget_bytes.
-inline std::size_t max_context(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t budget_bytes,
-                               std::size_t batch = 1, std::size_t page_tokens = 0, kivi_options kivi = {}) {
-  if (batch == 0) throw std::invalid_argument("kvq::kv::max_context: batch is 0");
-  auto fits = [&](std::size_t n) { return kv_bytes(m, k, v, n, page_tokens, kivi) * batch <= budget_bytes; };
+namespace detail {
+/// Largest n in [0, 2^40] with bytes(n) * batch <= budget (bytes is non-decreasing).
+template <class Bytes>
+std::size_t longest_fitting(Bytes bytes, std::size_t budget_bytes, std::size_t batch, const char* who) {
+  if (batch == 0) throw std::invalid_argument(std::string(who) + ": batch is 0");
+  auto fits = [&](std::size_t n) { return bytes(n) <= budget_bytes / batch; };
   if (!fits(0)) return 0;
   std::size_t lo = 0, hi = 1;
   while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
+  if (fits(hi)) return hi;
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
     (fits(mid) ? lo : hi) = mid;
   }
   return lo;
+}
+}  // namespace detail
+
+/// Longest context (tokens) whose KV cache for `batch` sequences fits in budget_bytes.
+inline std::size_t max_context(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t budget_bytes,
+                               std::size_t batch = 1, std::size_t page_tokens = 0, kivi_options kivi = {}) {
+  return detail::longest_fitting([&](std::size_t n) { return kv_bytes(m, k, v, n, page_tokens, kivi); },
+                                 budget_bytes, batch, "kvq::kv::max_context");
+}
+/// The same under a mixed-precision policy (policy_bytes: no paging).
+inline std::size_t max_context(const model_shape& m, const precision_policy& p, std::size_t budget_bytes,
+                               std::size_t batch = 1) {
+  return detail::longest_fitting([&](std::size_t n) { return policy_bytes(m, p, n); }, budget_bytes, batch,
+                                 "kvq::kv::max_context");
 }
 
 /// Largest number of sequences of `tokens` tokens whose KV caches fit in budget_bytes.
