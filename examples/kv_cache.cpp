@@ -51,7 +51,7 @@ int main() {
 
   double err[2] = {0, 0};
   std::size_t cnt[2] = {0, 0};
-  const kv_matrix k0 = cache.keys(0);
+  const matrix_f k0 = cache.keys(0);
   for (std::size_t t = 0; t < cache.tokens(); ++t) {
     const int low = cache.class_of(t) == token_class::low_prefill || cache.class_of(t) == token_class::low_decode;
     const auto d = (k0.row(static_cast<Eigen::Index>(t)) - k_all[0].row(static_cast<Eigen::Index>(t))).squaredNorm();

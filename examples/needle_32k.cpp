@@ -16,7 +16,7 @@
 
 namespace {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
 // K or V through a block scheme's quantize + dequantize, one tensor scale per matrix.
 template <class S>

@@ -30,8 +30,8 @@
 #include "schemes.hpp"
 #include "stats.hpp"
 
-#include <kvq/attention/math.hpp>
-#include <kvq/attention/reduce.hpp>
+#include <kvq/core/math.hpp>
+#include <kvq/core/reduce.hpp>
 #include <kvq/inject/scenario.hpp>
 #include <kvq/metrics/order.hpp>
 
@@ -43,7 +43,7 @@
 
 namespace kvq::study::citations {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
 // The article's threshold (percentage points) and where it applies (beyond 32k tokens).
 inline constexpr double threshold = 0.002;
@@ -143,8 +143,8 @@ inline study_def definition() {
       "intervals, and a verdict per scheme against the article's 0.2-percentage-point threshold beyond 32k\n"
       "tokens. To show a rate below 0.2% with no false citation at all takes about 1920 queries per context.";
   d.params = {
-      {"schemes", param_kind::name_list, "bf16,fp8_e4m3,fp8_e4m3_cal,nvfp4_te,mxfp4_rceil", "bf16,fp8_e4m3,nvfp4_te",
-       "KV-cache schemes (keys)", scheme_names(), 0, 0, "scheme"},
+      scheme_param("schemes", "bf16,fp8_e4m3,fp8_e4m3_cal,nvfp4_te,mxfp4_rceil", "bf16,fp8_e4m3,nvfp4_te",
+                   "KV-cache schemes (keys)"),
       {"contexts", param_kind::int_list, "4k,16k,32k,64k,128k", "4k,8k", "context lengths in tokens", {}, 64,
        1 << 22, "context length"},
       {"seeds", param_kind::integer, "8", "2", "independent contexts per length", {}, 1, 1 << 16, "seed count"},
@@ -247,7 +247,7 @@ inline study_def definition() {
       matrix_f Kh(K.rows(), K.cols());
       for (std::size_t si = 0; si < NS; ++si) {
         const scheme_spec& sch = find_scheme(schemes[si]);
-        sch.qdq(kv_role::key, K.data(), Kh.data(), n, hd);
+        sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
         counts& c = res[ti][si];
         for (std::size_t q = 0; q < nq; ++q) {
           weights_fp32(&Q(static_cast<Eigen::Index>(q), 0), Kh, scale, s.data(), pe.data());

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <kvq/config.hpp>
+#include <kvq/kv/registry.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -232,7 +233,9 @@ struct param {
   std::vector<std::string> allowed;  // name lists: the allowed names
   double min_value = -1e300;         // numeric lists: smallest allowed value
   double max_value = 1e300;
-  std::string what;                  // noun used in errors, e.g. "context length"
+  std::string what;                  // noun used in errors, e.g. "context length"; name lists
+                                     // of what "scheme" or "path" also accept every name and alias
+                                     // of the scheme registry and record the canonical name
 };
 
 // Integers accept a k/m suffix (1k = 1024 tokens, as context lengths are written).
@@ -337,12 +340,24 @@ class config {
           break;
         }
         case param_kind::name_list: {
-          if (std::find(p.allowed.begin(), p.allowed.end(), it) == p.allowed.end())
+          std::string name = it;
+          const bool listed = std::find(p.allowed.begin(), p.allowed.end(), it) != p.allowed.end();
+          if (!listed && (p.what == "scheme" || p.what == "path")) {
+            // An alias, or a scheme a user registered after the study was defined.
+            try {
+              name = kvq::kv::canonical_name(it);
+            } catch (const std::invalid_argument&) {
+              throw usage_error("--" + p.name + ": unknown " + p.what + " '" + it +
+                                "' (allowed: " + join(p.allowed) + ", or a scheme registered with "
+                                "kvq::kv::register_scheme)");
+            }
+          } else if (!listed) {
             throw usage_error("--" + p.name + ": unknown " + p.what + " '" + it +
                               "' (allowed: " + join(p.allowed) + ")");
-          if (std::find(e.s.begin(), e.s.end(), it) != e.s.end())
+          }
+          if (std::find(e.s.begin(), e.s.end(), name) != e.s.end())
             throw usage_error("--" + p.name + ": " + p.what + " '" + it + "' given twice");
-          e.s.push_back(it);
+          e.s.push_back(name);
           break;
         }
       }

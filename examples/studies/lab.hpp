@@ -25,21 +25,10 @@
 
 namespace kvq::study::lab {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
-// A scheme's quantize-dequantize round trip as the attention layer's codec.
-inline kvq::attention::kv_transform transform_of(const scheme_spec& s, kv_role role) {
-  const scheme_spec* sp = &s;
-  return [sp, role](const matrix_f& m) {
-    matrix_f out(m.rows(), m.cols());
-    sp->qdq(role, m.data(), out.data(), static_cast<std::size_t>(m.rows()), static_cast<std::size_t>(m.cols()));
-    return out;
-  };
-}
-
-inline kvq::attention::kv_codec codec_of(const scheme_spec& s) {
-  return kvq::attention::kv_codec{transform_of(s, kv_role::key), transform_of(s, kv_role::value), s.name};
-}
+using kvq::attention::codec_of;
+using kvq::attention::transform_of;
 
 // ---------------------------------------------------------------------------
 // Per-query metrics between the reference row (p, o) and an emulated one (ph, oh).

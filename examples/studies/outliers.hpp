@@ -37,7 +37,7 @@
 
 namespace kvq::study::outliers {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
 struct flush_stats {
   double all = 0;     // non-outlier K elements (nonzero) that dequantize to 0
@@ -115,8 +115,7 @@ inline study_def definition() {
       "change with m: all damage comes through the quantization scales the outliers own. Study time grows\n"
       "linearly with the context length.";
   d.params = {
-      {"schemes", param_kind::name_list, join(scheme_names(), ","), "", "KV-cache schemes to compare",
-       scheme_names(), 0, 0, "scheme"},
+      scheme_param("schemes", join(default_schemes(), ","), "", "KV-cache schemes to compare"),
       {"magnitudes", param_kind::real_list, "0,10,100,1000", "0,100",
        "key channel-outlier magnitudes m (0 = none)", {}, 0, 1e30, "outlier magnitude"},
       {"contexts", param_kind::int_list, "1k,4k,16k,32k,128k", "1k,4k", "context lengths in tokens", {},
@@ -217,9 +216,9 @@ inline study_def definition() {
         const scheme_spec& sc = find_scheme(schemes[si]);
         // V does not depend on the magnitude: quantize it once, then give the attention
         // path the dequantized V and only the key codec.
-        const matrix_f Vh = lab::transform_of(sc, kv_role::value)(base.v[0].topRows(static_cast<Eigen::Index>(n)));
+        const matrix_f Vh = kvq::attention::transform_of(sc, kv_role::value)(base.v[0].topRows(static_cast<Eigen::Index>(n)));
         kvq::attention::storage_options so;
-        so.codec.k = lab::transform_of(sc, kv_role::key);
+        so.codec.k = kvq::attention::transform_of(sc, kv_role::key);
         so.codec.name = sc.name;
         std::vector<double> p(n);
         std::vector<float> o(hd);

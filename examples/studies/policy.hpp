@@ -38,13 +38,15 @@
 
 namespace kvq::study::policy {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
-inline std::vector<std::string> format_names() {
-  std::vector<std::string> v = {"bf16", "fp16"};
-  for (std::size_t i = 1; i < sizeof(kvq::kv::kv_format_names) / sizeof(kvq::kv::kv_format_names[0]); ++i)
-    v.push_back(kvq::kv::kv_format_names[i]);
-  return v;
+// The cache policy of a registry scheme (the scheme must have a kvq storage format).
+inline kvq::kv::precision_policy policy_of(const std::string& name) {
+  try {
+    return kvq::kv::uniform_policy(kvq::kv::find_scheme(name));
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(e.what());
+  }
 }
 
 struct policy_def {
@@ -55,12 +57,12 @@ struct policy_def {
 inline std::vector<policy_def> make_policies(const config& c, const std::vector<kvq::kv::token_span>& spans) {
   std::vector<policy_def> v;
   for (const auto& f : c.names("uniform"))
-    v.push_back({"uniform:" + f, f, "uniform", kvq::kv::precision_policy::uniform(kvq::kv::format_by_name(f))});
+    v.push_back({"uniform:" + f, f, "uniform", policy_of(f)});
   const std::size_t sinks = static_cast<std::size_t>(c.integer("sinks"));
   const std::size_t window = static_cast<std::size_t>(c.integer("window"));
   for (const auto& f : c.names("tiered")) {
     for (int tier = 0; tier < 3; ++tier) {
-      kvq::kv::precision_policy p = kvq::kv::precision_policy::uniform(kvq::kv::format_by_name(f));
+      kvq::kv::precision_policy p = policy_of(f);
       p.high = kvq::kv::hp_format::bf16;
       p.sink_tokens = sinks;
       std::string t = "sinks";
@@ -110,12 +112,11 @@ inline study_def definition() {
       "distortion against the double-precision reference: rank and distribution metrics, the false-citation\n"
       "rate and the attention mass kept on each query's citation span. Policies on the memory/KL frontier are\n"
       "flagged.";
-  const std::vector<std::string> fmts = format_names();
   d.params = {
-      {"uniform", param_kind::name_list, "bf16,fp8_e4m3,fp8_per_token_head,mxfp8_e4m3_rceil,nvfp4_te,mxfp4_rceil,kivi_int4",
-       "bf16,fp8_e4m3,nvfp4_te", "formats of the uniform policies", fmts, 0, 0, "format"},
-      {"tiered", param_kind::name_list, "nvfp4_te,mxfp4_rceil,fp8_e4m3", "nvfp4_te",
-       "low-precision formats of the tiered policies", fmts, 0, 0, "format"},
+      scheme_param("uniform", "bf16,fp8_e4m3_cal,fp8_per_token_head,mxfp8_e4m3_rceil,nvfp4_te,mxfp4_rceil,kivi_int4",
+                   "bf16,fp8_e4m3_cal,nvfp4_te", "schemes of the uniform policies"),
+      scheme_param("tiered", "nvfp4_te,mxfp4_rceil,fp8_e4m3_cal", "nvfp4_te",
+                   "low-precision schemes of the tiered policies"),
       {"sinks", param_kind::integer, "4", "", "leading tokens kept in bf16 by tiered policies", {}, 0, 1 << 20,
        "sink token count"},
       {"window", param_kind::integer, "256", "", "recent tokens kept in bf16 by tiered policies", {}, 0, 1 << 24,

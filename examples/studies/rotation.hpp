@@ -31,7 +31,7 @@
 
 namespace kvq::study::rotation {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
 inline std::string scaling_of(const scheme_spec& s) {
   switch (s.grouping(kv_role::key)) {
@@ -71,8 +71,8 @@ inline study_def definition() {
       "spreads every channel outlier over all channels, so block scales are no longer owned by one channel.\n"
       "head_dim must be a power of two.";
   d.params = {
-      {"schemes", param_kind::name_list, "fp8_e4m3_cal,fp8_tokhead,mxfp8,nvfp4_te,mxfp4_rceil,kivi_int4",
-       "fp8_e4m3_cal,nvfp4_te,mxfp4_rceil", "KV-cache schemes", scheme_names(), 0, 0, "scheme"},
+      scheme_param("schemes", "fp8_e4m3_cal,fp8_per_token_head,mxfp8_e4m3_rceil,nvfp4_te,mxfp4_rceil,kivi_int4",
+                   "fp8_e4m3_cal,nvfp4_te,mxfp4_rceil", "KV-cache schemes"),
       {"magnitudes", param_kind::real_list, "0,10,100,1000", "0,100", "key channel-outlier magnitudes m", {}, 0, 1e30,
        "outlier magnitude"},
       {"contexts", param_kind::int_list, "4k,32k", "1k", "context lengths in tokens", {}, 2, 1 << 22,
@@ -147,7 +147,7 @@ inline study_def definition() {
         const scheme_spec& sc = find_scheme(schemes[si]);
         for (int rot = 0; rot < 2; ++rot) {
           kvq::attention::storage_options so;
-          so.codec = lab::codec_of(sc);
+          so.codec = kvq::attention::codec_of(sc);
           so.hadamard = rot == 1;
           const kvq::attention::storage_attention att(K, V, so);
           const matrix_f& stored_in = rot ? Krot : K;

@@ -24,7 +24,7 @@
 #include "schemes.hpp"
 
 #include <kvq/attention/kernels.hpp>
-#include <kvq/attention/rounding.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/attention/variants.hpp>
 #include <kvq/inject/scenario.hpp>
 #include <kvq/metrics.hpp>
@@ -37,7 +37,7 @@
 
 namespace kvq::study::sinks {
 
-using kvq::inject::matrix_f;
+using kvq::matrix_f;
 
 struct fa3_path {
   const char* name;
@@ -59,6 +59,12 @@ inline std::vector<std::string> path_names() {
   std::vector<std::string> v = scheme_names();
   for (const auto& p : fa3_paths()) v.push_back(p.name);
   return v;
+}
+
+// The paths parameter: FA3 paths by their names, storage schemes by any registry
+// spelling (recorded canonical).
+inline param paths_param(std::string full_default) {
+  return param{"paths", param_kind::name_list, std::move(full_default), "", "emulated paths", path_names(), 0, 0, "path"};
 }
 
 inline table output_schema() {
@@ -93,11 +99,11 @@ inline study_def definition() {
       "(P scaled by S = 1 or 256 before the e4m3 cast; KV blocks forward or reverse), with the sinks either\n"
       "quantized like the rest or kept in bf16 (IntactKV). Reports the rank/distribution metrics, the share of\n"
       "non-sink keys whose weight underflows to exactly 0, and the attention mass left on the sinks.";
-  std::vector<std::string> def_paths = {"bf16",     "fp8_e4m3",    "fp8_e4m3_cal", "fp8_tokhead",
+  std::vector<std::string> def_paths = {"bf16",     "fp8_e4m3",    "fp8_e4m3_cal", "fp8_per_token_head",
                                         "nvfp4_te", "mxfp4_rceil", "kivi_int4",    "fa3_s1_fwd",
                                         "fa3_s1_rev", "fa3_s256_fwd", "fa3_s256_rev"};
   d.params = {
-      {"paths", param_kind::name_list, join(def_paths, ","), "", "emulated paths", path_names(), 0, 0, "path"},
+      paths_param(join(def_paths, ",")),
       {"sinks", param_kind::int_list, "1,4", "4", "sink token counts", {}, 1, 1 << 20, "sink count"},
       {"deltas", param_kind::real_list, "0,4,8,12", "0,10", "sink-rest logit gaps Delta", {}, -100, 100,
        "logit gap"},
@@ -236,8 +242,8 @@ inline study_def definition() {
               for (std::size_t t = 0; t < s; ++t)
                 for (std::size_t j = 0; j < hd; ++j) {
                   const auto r = static_cast<Eigen::Index>(t), cc = static_cast<Eigen::Index>(j);
-                  Kk(r, cc) = kvq::attention::round_bf16(c.K(r, cc));
-                  Vk(r, cc) = kvq::attention::round_bf16(c.V(r, cc));
+                  Kk(r, cc) = kvq::round_bf16(c.K(r, cc));
+                  Vk(r, cc) = kvq::round_bf16(c.V(r, cc));
                 }
               const kvq::attention::rows_view<float> kv{Kk.data(), n, hd, hd}, vv{Vk.data(), n, hd, hd};
               std::vector<float> scratch(kvq::attention::fa3_scratch(n, hd, att.config().block_n)), qq(hd);
@@ -254,15 +260,15 @@ inline study_def definition() {
             const scheme_spec& sc = find_scheme(path);
             kvq::attention::storage_options so;
             if (!keep) {
-              so.codec = lab::codec_of(sc);
+              so.codec = kvq::attention::codec_of(sc);
             } else {
               // The low-precision cache holds tokens s..n-1 only; the sinks stay bf16.
               auto split = [&sc, s](kv_role role) {
                 return [&sc, s, role](const matrix_f& m) {
                   const std::size_t nr = static_cast<std::size_t>(m.rows()), nc = static_cast<std::size_t>(m.cols());
                   matrix_f r(m.rows(), m.cols());
-                  for (std::size_t i = 0; i < s * nc; ++i) r.data()[i] = kvq::attention::round_bf16(m.data()[i]);
-                  sc.qdq(role, m.data() + s * nc, r.data() + s * nc, nr - s, nc);
+                  for (std::size_t i = 0; i < s * nc; ++i) r.data()[i] = kvq::round_bf16(m.data()[i]);
+                  sc.round_trip(role, m.data() + s * nc, r.data() + s * nc, nr - s, nc);
                   return r;
                 };
               };

@@ -3,9 +3,9 @@
 // storage-only emulation, FlashAttention-3 FP8), the host paths and the query driver.
 #pragma once
 
-#include <kvq/attention/math.hpp>
-#include <kvq/attention/reduce.hpp>
-#include <kvq/attention/rounding.hpp>
+#include <kvq/core/math.hpp>
+#include <kvq/core/reduce.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
 #include <kvq/attention/codec.hpp>

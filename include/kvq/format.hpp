@@ -2,7 +2,7 @@
 #pragma once
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 #include <kvq/format/policy.hpp>
 #include <kvq/format/traits.hpp>
 #include <kvq/format/formats.hpp>

@@ -5,7 +5,8 @@
 
 #include <kvq/inject/philox.hpp>
 #include <kvq/inject/random.hpp>
-#include <kvq/inject/types.hpp>
+#include <kvq/core/error.hpp>
+#include <kvq/core/matrix.hpp>
 #include <kvq/inject/generate.hpp>
 #include <kvq/inject/rope_row.hpp>
 #include <kvq/inject/rope.hpp>

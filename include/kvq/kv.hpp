@@ -7,3 +7,4 @@
 #include <kvq/kv/store.hpp>
 #include <kvq/kv/cache.hpp>
 #include <kvq/kv/planner.hpp>
+#include <kvq/kv/registry.hpp>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <kvq/config.hpp>
+#include <kvq/core.hpp>
 #include <kvq/format.hpp>
 #include <kvq/block.hpp>
 #include <kvq/kv.hpp>

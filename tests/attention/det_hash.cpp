@@ -29,7 +29,7 @@ void print(const char* name, const hasher& h) { std::printf("%-28s %016llx\n", n
 
 template <class Emu>
 void attention_hash(const char* name, const kvq::attention::reference_attention& ref, const Emu& emu,
-                    const kvq::attention::matrix_f& Q, unsigned threads) {
+                    const kvq::matrix_f& Q, unsigned threads) {
   hasher h;
   kvq::attention::compare(ref, emu, Q, [&](const kvq::attention::query_result& r) {
     h.add(r.p_ref, r.tokens * sizeof(double));

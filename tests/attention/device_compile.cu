@@ -3,9 +3,9 @@
 // the three per-query kernels). No GPU is needed to build it.
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
-#include <kvq/attention/math.hpp>
-#include <kvq/attention/reduce.hpp>
-#include <kvq/attention/rounding.hpp>
+#include <kvq/core/math.hpp>
+#include <kvq/core/reduce.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/inject/rope_row.hpp>
 
@@ -24,7 +24,7 @@ __global__ void kvq_attention_device_compile(float* out, double* dout, const flo
   for (int j = 0; j < 8; ++j) row[j] = out[j];
   kvq::inject::rope_rotate_row(row, 8, i, inv, kvq::inject::rope_style::half);
   kvq::attention::hadamard_rotate(row, 8);
-  out[i] += row[0] + kvq::attention::round_bf16(row[1]) + kvq::reduce::tree_sum(out, 16);
+  out[i] += row[0] + kvq::round_bf16(row[1]) + kvq::reduce::tree_sum(out, 16);
   const kvq::attention::rows_view<float> Kv{K, n, d, d}, Vv{V, n, d, d};
   kvq::attention::fa3_config cfg;
   cfg.block_n = 64;

@@ -89,9 +89,9 @@ TEST_CASE("citation weights equal kvq::attention's reference and storage kernels
   c.head_dim = 64;
   c.seed = 7;
   const kvq::inject::qkv x = kvq::inject::generate_qkv(c);
-  const kvq::inject::matrix_f& K = x.k[0];
-  const kvq::inject::matrix_f& V = x.v[0];
-  kvq::inject::matrix_f Kh(K.rows(), K.cols());
+  const kvq::matrix_f& K = x.k[0];
+  const kvq::matrix_f& V = x.v[0];
+  kvq::matrix_f Kh(K.rows(), K.cols());
   find_scheme("nvfp4_te").qdq(kv_role::key, K.data(), Kh.data(), 300, 64);
 
   const kvq::attention::reference_attention ref(K, V);

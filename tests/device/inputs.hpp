@@ -8,7 +8,7 @@
 #include <vector>
 
 #include <kvq/device/hash.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq_test {
 

@@ -499,7 +499,7 @@ void compare_decode(report& rep, const char* name, const std::uint32_t* got, int
     for (int k = 0; k < 2; ++k) {
       const std::uint8_t code = static_cast<std::uint8_t>((i >> (k * code_bits)) & ((1u << code_bits) - 1u));
       const std::uint16_t h = static_cast<std::uint16_t>(got[i] >> (16 * k));
-      const float v = bf16 ? hw::bf16_bits_to_float(h) : hw::f16_bits_to_float(h);
+      const float v = bf16 ? kvq::bf16_to_float(h) : kvq::fp16_to_float(h);
       const float e = kvq::decode<F, float>(code);
       const bool same = kvq::bit_cast<std::uint32_t>(v) == kvq::bit_cast<std::uint32_t>(e);
       if (!same) {

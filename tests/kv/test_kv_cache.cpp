@@ -43,13 +43,13 @@ float fp16_round(float f) { return static_cast<float>(static_cast<_Float16>(f));
 
 /// Quantize one head's rows with the block layer directly (given tensor value).
 template <class S>
-std::vector<float> direct(const S& s, const kv_matrix& m, float tv) {
+std::vector<float> direct(const S& s, const matrix_f& m, float tv) {
   kb::quantized_tensor<S> q(s);
   q.assign(m.data(), static_cast<std::size_t>(m.size()), kb::tensor_value::given(tv));
   return q.dequantize();
 }
 
-bool same(const kv_matrix& a, const std::vector<float>& b) {
+bool same(const matrix_f& a, const std::vector<float>& b) {
   if (static_cast<std::size_t>(a.size()) != b.size()) return false;
   return std::memcmp(a.data(), b.data(), b.size() * sizeof(float)) == 0;
 }
@@ -90,14 +90,14 @@ TEST_CASE("calibration: vLLM FP8 k_scale/v_scale from the first chunk over all h
   for (auto& m : k2.heads) m *= 50.0f;
   c.append(k2, v2, phase::prefill);
   for (std::size_t h = 0; h < H; ++h) {
-    const kv_matrix got = c.keys(h);
+    const matrix_f got = c.keys(h);
     for (Eigen::Index t = 0; t < got.rows(); ++t)
       for (Eigen::Index j = 0; j < got.cols(); ++j) {
         const float x = t < 16 ? k[h](t, j) : k2[h](t - 16, j);
         const float want = static_cast<float>(oracle::decode(oracle::E4M3, oracle::encode(oracle::E4M3, x / k_scale))) * k_scale;
         REQUIRE(oracle::fbits(got(t, j)) == oracle::fbits(want));
       }
-    const kv_matrix gv = c.values(h);
+    const matrix_f gv = c.values(h);
     const float want0 = static_cast<float>(oracle::decode(oracle::E4M3, oracle::encode(oracle::E4M3, v[h](0, 0) / v_scale))) * v_scale;
     CHECK(oracle::fbits(gv(0, 0)) == oracle::fbits(want0));
   }
@@ -128,7 +128,7 @@ TEST_CASE("mixed precision: sinks, flagged spans and the recent window at high p
     CHECK(c.class_of(t) == want);
   }
   for (std::size_t h = 0; h < H; ++h) {
-    const kv_matrix got = c.keys(h);
+    const matrix_f got = c.keys(h);
     for (std::size_t t = 0; t < N; ++t) {
       const auto cls = c.class_of(t);
       for (std::size_t j = 0; j < D; ++j) {
@@ -167,7 +167,7 @@ TEST_CASE("per-phase formats: prefill and decode tokens in different formats", "
   const kv_heads k = make(H, 12, D, 9), v = make(H, 12, D, 10);
   c.append(rows(k, 0, 10), rows(v, 0, 10));
   c.append(rows(k, 10, 2), rows(v, 10, 2), phase::decode);
-  const kv_matrix got = c.keys(0);
+  const matrix_f got = c.keys(0);
   for (Eigen::Index j = 0; j < static_cast<Eigen::Index>(D); ++j) CHECK(got(3, j) == fp16_round(k[0](3, j)));
   std::vector<float> row(k[0].data() + 10 * D, k[0].data() + 11 * D);
   const oracle::result r = oracle::per_token_head(row, D, false);
@@ -186,7 +186,7 @@ TEST_CASE("KIVI in the cache: keys per channel with residual, values per token w
   prefill.append(k, v);
   decode.append(rows(k, 0, 50), rows(v, 0, 50));
   for (std::size_t t = 50; t < N; ++t) decode.append(rows(k, t, 1), rows(v, t, 1), phase::prefill);
-  const kv_matrix gk = prefill.keys(0), gv = prefill.values(0);
+  const matrix_f gk = prefill.keys(0), gv = prefill.values(0);
   CHECK(gk == decode.keys(0));
   CHECK(gv == decode.values(0));
   // keys: 96 quantized in per-channel groups of 32 tokens, the last 4 exact

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 #include <kvq/metrics.hpp>
 
 namespace {

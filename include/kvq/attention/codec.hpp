@@ -7,26 +7,30 @@
 // matrix; the attention layer never needs to know which. An empty callable is the
 // identity (full-precision storage).
 //
-// A few element-wise codecs are provided for tests and simple studies: identity, bf16
-// storage, and per-tensor FP8 with a fixed scale (x -> decode(encode(x / scale)) * scale,
-// the vLLM KV-cache store with k_scale/v_scale). Block schemes live in kvq/block/.
+// codec_of(scheme) gives the codec of any scheme of the registry (kv/registry.hpp):
+// codec_of(kvq::kv::find_scheme("nvfp4_te")) stores K and V as NVFP4 exactly as the
+// studies, the caches and the verifier do. A few element-wise codecs are provided for
+// tests: identity, bf16 storage, and per-tensor FP8 with a fixed scale
+// (x -> decode(encode(x / scale)) * scale, the vLLM KV-cache store with k_scale/v_scale).
 #pragma once
 
 #include <functional>
 #include <string>
 
-#include <kvq/attention/rounding.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/format/policy.hpp>
-#include <kvq/inject/types.hpp>
+#include <kvq/core/error.hpp>
+#include <kvq/core/matrix.hpp>
+#include <kvq/kv/registry.hpp>
 
 namespace kvq {
 namespace attention {
 
-using inject::matrix_d;
-using inject::matrix_f;
+using kvq::matrix_d;
+using kvq::matrix_f;
 
 /// Maps a (tokens x head_dim) K or V matrix to its dequantized version (same shape).
 using kv_transform = std::function<matrix_f(const matrix_f&)>;
@@ -68,6 +72,21 @@ kv_codec per_tensor_codec(float k_scale = 1.0f, float v_scale = 1.0f,
   return kv_codec{per_tensor_transform<F>(k_scale, o), per_tensor_transform<F>(v_scale, o),
                   std::string("per-tensor ") + kvq::format_name<F>()};
 }
+
+/// A registry scheme's round trip for one role, as a kv_transform. The scheme must outlive
+/// the transform (registry schemes live for the whole program).
+inline kv_transform transform_of(const kvq::kv::scheme& s, kvq::kv::kv_role role) {
+  const kvq::kv::scheme* sp = &s;
+  return [sp, role](const matrix_f& m) { return sp->round_trip_matrix(role, m); };
+}
+
+/// The codec of a registry scheme: keys and values through its round trip.
+inline kv_codec codec_of(const kvq::kv::scheme& s) {
+  return kv_codec{transform_of(s, kvq::kv::kv_role::key), transform_of(s, kvq::kv::kv_role::value), s.name};
+}
+
+/// The codec of the scheme with this name or alias (std::invalid_argument if unknown).
+inline kv_codec codec_of(const std::string& scheme_name) { return codec_of(kvq::kv::find_scheme(scheme_name)); }
 
 }  // namespace attention
 }  // namespace kvq

@@ -158,7 +158,7 @@ matrix_f attend(const Emu& emu, const matrix_f& Q, const run_options& opt = {}, 
                 const reference_attention* fallback = nullptr) {
   const char* where = "kvq::attention::attend";
   detail::check_queries(where, Q, emu.head_dim());
-  if (opt.guard && fallback == nullptr) detail::fail(where, "guard requested without a reference path");
+  if (opt.guard && fallback == nullptr) kvq::detail::fail(where, "guard requested without a reference path");
   if (fallback) detail::check_pair(where, *fallback, emu);
   const std::size_t n = emu.tokens(), d = emu.head_dim(), nq = static_cast<std::size_t>(Q.rows());
   const unsigned threads = opt.threads == 0 ? 1u : opt.threads;
@@ -221,7 +221,7 @@ template <class Path>
 std::vector<double> probabilities(const Path& path, const matrix_f& Q, std::size_t row) {
   detail::check_queries("kvq::attention::probabilities", Q, path.head_dim());
   if (row >= static_cast<std::size_t>(Q.rows()))
-    detail::fail("kvq::attention::probabilities", "row " + std::to_string(row) + " of " + detail::shape_of("Q", Q));
+    kvq::detail::fail("kvq::attention::probabilities", "row " + std::to_string(row) + " of " + kvq::detail::shape_of("Q", Q));
   std::vector<double> p(path.tokens());
   workspace ws;
   if constexpr (std::is_same<Path, reference_attention>::value) {

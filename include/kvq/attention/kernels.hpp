@@ -35,9 +35,9 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
-#include <kvq/attention/math.hpp>
-#include <kvq/attention/reduce.hpp>
-#include <kvq/attention/rounding.hpp>
+#include <kvq/core/math.hpp>
+#include <kvq/core/reduce.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
 

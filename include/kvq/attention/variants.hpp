@@ -22,7 +22,8 @@
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
 #include <kvq/format/formats.hpp>
-#include <kvq/inject/types.hpp>
+#include <kvq/core/error.hpp>
+#include <kvq/core/matrix.hpp>
 
 namespace kvq {
 namespace attention {
@@ -41,8 +42,8 @@ struct workspace {
 
 namespace detail {
 
-using inject::detail::fail;
-using inject::detail::shape_of;
+using kvq::detail::fail;
+using kvq::detail::shape_of;
 
 inline void check_kv(const char* where, const matrix_f& K, const matrix_f& V) {
   if (K.rows() == 0) fail(where, "empty context: " + shape_of("K", K));
@@ -187,9 +188,9 @@ class fa3_fp8_attention {
       : opt_(opt), exp2_(exp2) {
     const char* where = "kvq::attention::fa3_fp8_attention";
     detail::check_kv(where, K, V);
-    if (opt.block_n == 0) detail::fail(where, "block_n = 0");
+    if (opt.block_n == 0) kvq::detail::fail(where, "block_n = 0");
     if (!(opt.q_descale > 0.0f) || !(opt.k_descale > 0.0f) || !(opt.v_descale > 0.0f))
-      detail::fail(where, "descale factors must be > 0");
+      kvq::detail::fail(where, "descale factors must be > 0");
     K_ = quantize(opt_.hadamard ? detail::hadamard_rows(K, where) : K, opt.k_descale);
     V_ = quantize(opt_.hadamard ? detail::hadamard_rows(V, where) : V, opt.v_descale);
     const float sm = opt.softmax_scale > 0.0f ? opt.softmax_scale : detail::default_softmax_scale(head_dim());

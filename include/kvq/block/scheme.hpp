@@ -23,7 +23,7 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq {
 namespace block {
@@ -64,7 +64,7 @@ namespace detail {
 
 inline constexpr float flt_max = 3.40282346638528859811704183484516925e+38f;
 
-KVQ_HD constexpr bool is_nan(float x) noexcept { return x != x; }
+using kvq::is_nan;
 
 /// |x| by clearing the sign bit (fabsf / torch.abs / __habs2 semantics, NaN kept).
 KVQ_HD constexpr float abs_bits(float x) noexcept {

@@ -27,7 +27,7 @@
 #include <kvq/block/io16.hpp>
 #include <kvq/block/scheme.hpp>
 #include <kvq/device/system.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 #include <thrust/device_vector.h>
 #include <thrust/for_each.h>

@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
 
@@ -190,27 +191,6 @@ KVQ_HD inline std::uint32_t ue8m0x2_to_bf16x2(std::uint16_t codes) {
   (void)codes;
   return 0xFFFFFFFFu;
 #endif
-}
-
-// ---- half-precision bit patterns -> float (exact, for checking the decodes) -------
-
-/// binary16 bits -> float, exact (no hardware needed).
-KVQ_HD constexpr float f16_bits_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t e = (h >> 10) & 0x1Fu;
-  const std::uint32_t m = h & 0x3FFu;
-  if (e == 0x1Fu) return kvq::bit_cast<float>(sign | 0x7F800000u | (m << 13));
-  if (e == 0) {
-    // subnormal: m * 2^-24, exact in float
-    const float v = static_cast<float>(m) * kvq::exact_pow2<float>(-24);
-    return kvq::bit_cast<float>(kvq::bit_cast<std::uint32_t>(v) | sign);
-  }
-  return kvq::bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
-}
-
-/// bfloat16 bits -> float, exact.
-KVQ_HD constexpr float bf16_bits_to_float(std::uint16_t b) noexcept {
-  return kvq::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
 }  // namespace hw

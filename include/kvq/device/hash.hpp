@@ -15,7 +15,7 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq {
 namespace device {

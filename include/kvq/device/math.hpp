@@ -1,4 +1,4 @@
-// kvq/device/math.hpp — kvq's deterministic elementary functions (kvq/attention/math.hpp)
+// kvq/device/math.hpp — kvq's deterministic elementary functions (kvq/core/math.hpp)
 // applied element-wise on any Thrust device system.
 //
 // kvq::math's functions are built from IEEE basic operations and integer bit work only,
@@ -11,7 +11,7 @@
 #include <iterator>
 #include <type_traits>
 
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 #include <kvq/config.hpp>
 #include <kvq/device/system.hpp>
 

@@ -20,7 +20,7 @@
 #include <kvq/block/scheme.hpp>
 #include <kvq/config.hpp>
 #include <kvq/device/cvt.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq {
 namespace device {

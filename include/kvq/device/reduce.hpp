@@ -1,4 +1,4 @@
-// kvq/device/reduce.hpp — kvq's fixed-shape tree reductions (kvq/attention/reduce.hpp) on
+// kvq/device/reduce.hpp — kvq's fixed-shape tree reductions (kvq/core/reduce.hpp) on
 // any Thrust device system, bit-identical to the serial kvq::reduce functions.
 //
 // Row forms (one row per work item) are what attention uses: each row's sum / max /
@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <kvq/attention/reduce.hpp>
+#include <kvq/core/reduce.hpp>
 #include <kvq/config.hpp>
 #include <kvq/device/system.hpp>
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 #include <kvq/format/formats.hpp>
 
 namespace kvq {

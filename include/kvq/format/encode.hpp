@@ -31,7 +31,7 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/format/policy.hpp>
 

@@ -18,7 +18,8 @@
 #include <vector>
 
 #include <kvq/inject/random.hpp>
-#include <kvq/inject/types.hpp>
+#include <kvq/core/error.hpp>
+#include <kvq/core/matrix.hpp>
 
 namespace kvq {
 namespace inject {
@@ -79,15 +80,15 @@ struct qkv {
 
 inline void check_qkv_config(const qkv_config& c) {
   const char* where = "kvq::inject::generate_qkv";
-  if (c.tokens == 0) detail::fail(where, "empty context (tokens = 0)");
-  if (c.head_dim == 0) detail::fail(where, "head_dim = 0");
-  if (c.queries == 0) detail::fail(where, "queries = 0");
+  if (c.tokens == 0) kvq::detail::fail(where, "empty context (tokens = 0)");
+  if (c.head_dim == 0) kvq::detail::fail(where, "head_dim = 0");
+  if (c.queries == 0) kvq::detail::fail(where, "queries = 0");
   if (c.kv_heads == 0 || c.q_per_kv == 0)
-    detail::fail(where, "kv_heads = " + std::to_string(c.kv_heads) + ", q_per_kv = " + std::to_string(c.q_per_kv) +
+    kvq::detail::fail(where, "kv_heads = " + std::to_string(c.kv_heads) + ", q_per_kv = " + std::to_string(c.q_per_kv) +
                             " (both must be >= 1)");
-  if (c.kv_heads * c.q_per_kv > 0xffffu) detail::fail(where, "more than 65535 query heads");
+  if (c.kv_heads * c.q_per_kv > 0xffffu) kvq::detail::fail(where, "more than 65535 query heads");
   if (!(c.q_std >= 0.0) || !(c.k_std >= 0.0) || !(c.v_std >= 0.0))
-    detail::fail(where, "standard deviations must be finite and >= 0");
+    kvq::detail::fail(where, "standard deviations must be finite and >= 0");
 }
 
 /// Independent standard-normal Q, K, V (scaled by the configured deviations).

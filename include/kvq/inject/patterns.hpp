@@ -24,10 +24,11 @@
 #include <string>
 #include <vector>
 
-#include <kvq/attention/math.hpp>
-#include <kvq/attention/reduce.hpp>
+#include <kvq/core/math.hpp>
+#include <kvq/core/reduce.hpp>
 #include <kvq/inject/random.hpp>
-#include <kvq/inject/types.hpp>
+#include <kvq/core/error.hpp>
+#include <kvq/core/matrix.hpp>
 
 namespace kvq {
 namespace inject {
@@ -35,6 +36,9 @@ namespace inject {
 enum class rope_stage { pre_rope, post_rope };
 
 namespace detail {
+
+using kvq::detail::fail;
+using kvq::detail::shape_of;
 
 inline double dot_fd(const float* a, const double* u, std::size_t d) { return reduce::tree_dot<double>(a, u, d); }
 inline double dot_ff(const float* a, const float* b, std::size_t d) { return reduce::tree_dot<double>(a, b, d); }
@@ -87,7 +91,7 @@ inline std::vector<std::size_t> choose_channels(std::size_t count, std::size_t d
   for (std::size_t c = 0; c < d; ++c)
     if (std::find(avoid.begin(), avoid.end(), c) == avoid.end()) pool.push_back(c);
   if (count > pool.size())
-    detail::fail("kvq::inject::choose_channels",
+    kvq::detail::fail("kvq::inject::choose_channels",
                  "cannot choose " + std::to_string(count) + " of " + std::to_string(pool.size()) + " channels");
   for (std::size_t i = 0; i < count; ++i) {
     const std::size_t j = i + rng.uniform_below(i, static_cast<std::uint32_t>(pool.size() - i));
@@ -134,9 +138,9 @@ inline channel_outlier_record inject_channel_outliers(matrix_f& K, const channel
   r.channels = outlier_channels(c, d, head);
   detail::channel_mask(d, r.channels, where);
   if (!c.gains.empty() && c.gains.size() != r.channels.size())
-    detail::fail(where, std::to_string(c.gains.size()) + " gains for " + std::to_string(r.channels.size()) + " channels");
+    kvq::detail::fail(where, std::to_string(c.gains.size()) + " gains for " + std::to_string(r.channels.size()) + " channels");
   if (!c.offsets.empty() && c.offsets.size() != r.channels.size())
-    detail::fail(where,
+    kvq::detail::fail(where,
                  std::to_string(c.offsets.size()) + " offsets for " + std::to_string(r.channels.size()) + " channels");
   r.stage = c.stage;
   for (std::size_t i = 0; i < r.channels.size(); ++i) {
@@ -194,15 +198,15 @@ inline massive_activation_record inject_massive_activations(const std::vector<ma
                                                             const std::vector<std::size_t>& avoid_channels = {}) {
   const char* where = "kvq::inject::inject_massive_activations";
   if (K.rows() != V.rows() || K.cols() != V.cols())
-    detail::fail(where, detail::shape_of("K", K) + " but " + detail::shape_of("V", V));
+    kvq::detail::fail(where, kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("V", V));
   const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
   massive_activation_record r;
   r.tokens = c.tokens;
   for (std::size_t t : r.tokens)
-    if (t >= n) detail::fail(where, "token " + std::to_string(t) + " out of range for " + std::to_string(n) + " tokens");
+    if (t >= n) kvq::detail::fail(where, "token " + std::to_string(t) + " out of range for " + std::to_string(n) + " tokens");
   r.channels = massive_channels(c, d, head, avoid_channels);
   detail::channel_mask(d, r.channels, where);
-  if (!(c.factor > 0.0)) detail::fail(where, "factor must be > 0");
+  if (!(c.factor > 0.0)) kvq::detail::fail(where, "factor must be > 0");
   r.keys = c.keys;
   r.values = c.values;
   if (c.keys) {
@@ -213,7 +217,7 @@ inline massive_activation_record inject_massive_activations(const std::vector<ma
     if (c.neutralize_queries) {
       for (matrix_f* q : queries) {
         if (q == nullptr) continue;
-        if (q->cols() != K.cols()) detail::fail(where, detail::shape_of("Q", *q) + " but " + detail::shape_of("K", K));
+        if (q->cols() != K.cols()) kvq::detail::fail(where, kvq::detail::shape_of("Q", *q) + " but " + kvq::detail::shape_of("K", K));
         for (Eigen::Index row = 0; row < q->rows(); ++row)
           for (std::size_t ch : r.channels) (*q)(row, static_cast<Eigen::Index>(ch)) = 0.0f;
       }
@@ -290,10 +294,10 @@ inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f&
   detail::check_queries(queries, K, where);
   const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
   if (c.count == 0 || c.count >= n)
-    detail::fail(where, std::to_string(c.count) + " sink tokens for a context of " + std::to_string(n) +
+    kvq::detail::fail(where, std::to_string(c.count) + " sink tokens for a context of " + std::to_string(n) +
                             " (need 1 <= count < tokens)");
   if (V != nullptr && (V->rows() != K.rows() || V->cols() != K.cols()))
-    detail::fail(where, detail::shape_of("K", K) + " but " + detail::shape_of("V", *V));
+    kvq::detail::fail(where, kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("V", *V));
   const std::vector<bool> prot = detail::channel_mask(d, c.protected_channels, where);
   sink_record r;
   for (std::size_t t = 0; t < c.count; ++t) r.tokens.push_back(t);
@@ -312,7 +316,7 @@ inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f&
     for (const matrix_f* q : queries)
       for (Eigen::Index row = 0; row < q->rows(); ++row, ++rows) acc.push(detail::dot_ff(&(*q)(row, 0), &(*q)(row, 0), d));
     a = 0.5 * math::sqrt(acc.result() / static_cast<double>(rows));
-    if (!(a > 0.0)) detail::fail(where, "queries are all zero; give sink_config::query_component");
+    if (!(a > 0.0)) kvq::detail::fail(where, "queries are all zero; give sink_config::query_component");
   }
   r.query_component = a;
   r.key_component = c.delta * math::sqrt(static_cast<double>(d)) / a;
@@ -408,22 +412,22 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
   const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
   const std::vector<bool> prot = detail::channel_mask(d, c.protected_channels, where);
   if (!c.avoid_direction.empty() && c.avoid_direction.size() != d)
-    detail::fail(where, "avoid_direction has " + std::to_string(c.avoid_direction.size()) + " entries, head_dim is " +
+    kvq::detail::fail(where, "avoid_direction has " + std::to_string(c.avoid_direction.size()) + " entries, head_dim is " +
                             std::to_string(d));
   needle_record rec;
   rec.tokens.resize(queries.size());
   for (std::size_t i = 0; i < queries.size(); ++i) rec.tokens[i].resize(static_cast<std::size_t>(queries[i]->rows()));
   std::vector<bool> skip(n, false);
   for (std::size_t t : c.exclude_tokens) {
-    if (t >= n) detail::fail(where, "excluded token " + std::to_string(t) + " out of range");
+    if (t >= n) kvq::detail::fail(where, "excluded token " + std::to_string(t) + " out of range");
     skip[t] = true;
   }
   for (const needle_spec& s : c.needles) {
     if (s.length == 0 || s.position >= n || s.length > n - s.position)
-      detail::fail(where, "needle span [" + std::to_string(s.position) + ", " + std::to_string(s.position + s.length) +
+      kvq::detail::fail(where, "needle span [" + std::to_string(s.position) + ", " + std::to_string(s.position + s.length) +
                               ") outside the context of " + std::to_string(n) + " tokens");
     if (s.query >= queries.size() || s.row >= static_cast<std::size_t>(queries[s.query]->rows()))
-      detail::fail(where, "needle query " + std::to_string(s.query) + " row " + std::to_string(s.row) + " does not exist");
+      kvq::detail::fail(where, "needle query " + std::to_string(s.query) + " row " + std::to_string(s.row) + " does not exist");
     for (std::size_t t = s.position; t < s.position + s.length; ++t) skip[t] = true;
   }
   const double rs = math::sqrt(static_cast<double>(d));
@@ -442,7 +446,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
       acc.push(l);
       ++cnt;
     }
-    if (cnt == 0) detail::fail(where, "no background tokens left");
+    if (cnt == 0) kvq::detail::fail(where, "no background tokens left");
     e.background_max = mx;
     e.background_mean = acc.result() / static_cast<double>(cnt);
     e.target_logit = (s.relative_to_max ? e.background_max : e.background_mean) + s.margin;
@@ -455,7 +459,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
     }
     detail::normalize(z, where);
     const double qz = detail::dot_fd(q, z.data(), d);
-    if (!(qz > 0.0)) detail::fail(where, "query has no usable component for the needle direction");
+    if (!(qz > 0.0)) kvq::detail::fail(where, "query has no usable component for the needle direction");
     for (std::size_t t = s.position; t < s.position + s.length; ++t) {
       float* k = &K(static_cast<Eigen::Index>(t), 0);
       const double ct = (e.target_logit * rs - detail::dot_ff(q, k, d)) / qz;

@@ -17,7 +17,7 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 #include <kvq/inject/philox.hpp>
 
 namespace kvq {

@@ -20,9 +20,10 @@
 #include <vector>
 
 #include <kvq/config.hpp>
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 #include <kvq/inject/rope_row.hpp>
-#include <kvq/inject/types.hpp>
+#include <kvq/core/error.hpp>
+#include <kvq/core/matrix.hpp>
 
 namespace kvq {
 namespace inject {
@@ -45,9 +46,9 @@ inline std::size_t checked_rotary_dim(const matrix_f& m, const rope_config& c) {
   const std::size_t d = static_cast<std::size_t>(m.cols());
   const std::size_t r = c.rotary_dim == 0 ? d : c.rotary_dim;
   if (r == 0 || r % 2 != 0 || r > d)
-    detail::fail("kvq::inject::apply_rope",
+    kvq::detail::fail("kvq::inject::apply_rope",
                  "rotary_dim " + std::to_string(r) + " must be even, positive and <= head_dim " + std::to_string(d));
-  if (!(c.base > 1.0)) detail::fail("kvq::inject::apply_rope", "base must be > 1");
+  if (!(c.base > 1.0)) kvq::detail::fail("kvq::inject::apply_rope", "base must be > 1");
   return r;
 }
 
@@ -56,7 +57,7 @@ inline rope_record apply_rope(matrix_f& m, const std::vector<std::size_t>& posit
                               unsigned threads = 1) {
   const std::size_t r = checked_rotary_dim(m, c);
   if (positions.size() != static_cast<std::size_t>(m.rows()))
-    detail::fail("kvq::inject::apply_rope", detail::shape_of("matrix", m) + " but " +
+    kvq::detail::fail("kvq::inject::apply_rope", kvq::detail::shape_of("matrix", m) + " but " +
                                                 std::to_string(positions.size()) + " positions given");
   rope_record rec{c.base, c.style, r, rope_inv_freqs(r, c.base)};
   const std::size_t rows = static_cast<std::size_t>(m.rows()), cols = static_cast<std::size_t>(m.cols());

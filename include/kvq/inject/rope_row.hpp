@@ -5,7 +5,7 @@
 #include <cstddef>
 
 #include <kvq/config.hpp>
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 
 namespace kvq {
 namespace inject {

@@ -80,7 +80,7 @@ inline scenario build_scenario(const scenario_config& cfg) {
   const unsigned threads = cfg.shape.threads;
   for (const scenario_needle& nd : cfg.needles)
     if (nd.q_head >= x.q_heads())
-      detail::fail("kvq::inject::build_scenario",
+      kvq::detail::fail("kvq::inject::build_scenario",
                    "needle query head " + std::to_string(nd.q_head) + " but only " + std::to_string(x.q_heads()));
   sc.heads.resize(x.kv_heads());
   for (std::size_t h = 0; h < x.kv_heads(); ++h) {

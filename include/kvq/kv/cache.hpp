@@ -217,8 +217,8 @@ class layer_cache {
   }
 
   /// Dequantized keys / values of one KV head (tokens x head_dim).
-  kv_matrix keys(std::size_t head) const { return gather(0, head); }
-  kv_matrix values(std::size_t head) const { return gather(1, head); }
+  matrix_f keys(std::size_t head) const { return gather(0, head); }
+  matrix_f values(std::size_t head) const { return gather(1, head); }
   kv_heads keys() const { return all(0); }
   kv_heads values() const { return all(1); }
 
@@ -292,10 +292,10 @@ class layer_cache {
     for (std::size_t h = 0; h < nh_; ++h) low_[r][p][h]->append(rows[h].data(), n);
   }
 
-  kv_matrix gather(std::size_t r, std::size_t head) const {
+  matrix_f gather(std::size_t r, std::size_t head) const {
     if (head >= nh_)
       throw std::invalid_argument("kvq::kv::layer_cache: head " + std::to_string(head) + " of " + std::to_string(nh_));
-    kv_matrix out(static_cast<Eigen::Index>(slots_.size()), static_cast<Eigen::Index>(hd_));
+    matrix_f out(static_cast<Eigen::Index>(slots_.size()), static_cast<Eigen::Index>(hd_));
     std::vector<float> low[2];
     for (std::size_t ph = 0; ph < 2; ++ph)
       if (low_[r][ph][head]) {

@@ -11,27 +11,24 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
+#include <kvq/core/matrix.hpp>
 
 namespace kvq {
 namespace kv {
 
-/// tokens x head_dim, row-major (one token per contiguous row).
-using kv_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
 /// A layer's keys or values: one matrix per KV head, all the same shape.
 struct kv_heads {
-  std::vector<kv_matrix> heads;
+  std::vector<matrix_f> heads;
 
   kv_heads() = default;
   kv_heads(std::size_t num_heads, std::size_t tokens, std::size_t head_dim)
-      : heads(num_heads, kv_matrix::Zero(static_cast<Eigen::Index>(tokens), static_cast<Eigen::Index>(head_dim))) {}
+      : heads(num_heads, matrix_f::Zero(static_cast<Eigen::Index>(tokens), static_cast<Eigen::Index>(head_dim))) {}
 
   std::size_t num_heads() const noexcept { return heads.size(); }
   std::size_t tokens() const noexcept { return heads.empty() ? 0 : static_cast<std::size_t>(heads[0].rows()); }
   std::size_t head_dim() const noexcept { return heads.empty() ? 0 : static_cast<std::size_t>(heads[0].cols()); }
-  kv_matrix& operator[](std::size_t h) { return heads[h]; }
-  const kv_matrix& operator[](std::size_t h) const { return heads[h]; }
+  matrix_f& operator[](std::size_t h) { return heads[h]; }
+  const matrix_f& operator[](std::size_t h) const { return heads[h]; }
 
   /// Throws std::invalid_argument unless every head is tokens x head_dim.
   void check_shape(const char* what, std::size_t num_heads_expected, std::size_t head_dim_expected) const {

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/format/traits.hpp>
@@ -80,36 +80,14 @@ struct float_decoder {
   }
 };
 
-// bfloat16 stored as uint16: the high half of a binary32.
-KVQ_HD constexpr float bf16_to_float(std::uint16_t b) noexcept {
-  return kvq::bit_cast<float>(static_cast<std::uint32_t>(static_cast<std::uint32_t>(b) << 16));
-}
-
-// IEEE binary16 -> binary32, exact (subnormals, Inf, NaN payload kept).
-KVQ_HD constexpr float fp16_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1Fu;
-  std::uint32_t man = h & 0x3FFu;
-  if (exp == 0x1F) return kvq::bit_cast<float>(sign | 0x7F800000u | (man << 13));
-  if (exp != 0) return kvq::bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));
-  if (man == 0) return kvq::bit_cast<float>(sign);
-  // subnormal: value man * 2^-24; normalise
-  int e = 113;  // biased float exponent of 2^-14, decremented while shifting
-  while ((man & 0x400u) == 0) {
-    man <<= 1;
-    --e;
-  }
-  return kvq::bit_cast<float>(sign | (static_cast<std::uint32_t>(e) << 23) | ((man & 0x3FFu) << 13));
-}
-
 struct bf16_decoder {
   static constexpr bool has_value = true;
-  KVQ_HD constexpr double operator()(std::uint16_t b) const noexcept { return bf16_to_float(b); }
+  KVQ_HD constexpr double operator()(std::uint16_t b) const noexcept { return kvq::bf16_to_float(b); }
 };
 
 struct fp16_decoder {
   static constexpr bool has_value = true;
-  KVQ_HD constexpr double operator()(std::uint16_t b) const noexcept { return fp16_to_float(b); }
+  KVQ_HD constexpr double operator()(std::uint16_t b) const noexcept { return kvq::fp16_to_float(b); }
 };
 
 }  // namespace kvq::verify

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/traits.hpp>
 

@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq::verify {
 

@@ -48,7 +48,7 @@
 #include <vector>
 
 #include <kvq/block.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 #include <kvq/format/bulk.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/format/policy.hpp>

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq::metrics::detail {
 
@@ -23,7 +23,7 @@ KVQ_HD inline bool is_finite_d(double x) {
   return (bits_of(x) & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
 }
 
-// Natural logarithm: kvq's own (kvq/attention/math.hpp, < 1 ulp, same bits on every
+// Natural logarithm: kvq's own (kvq/core/math.hpp, < 1 ulp, same bits on every
 // backend). log(+0) = -inf, log(x<0) = NaN, log(+inf) = +inf, log(NaN) = NaN.
 KVQ_HD inline double log_d(double x) { return kvq::math::log(x); }
 

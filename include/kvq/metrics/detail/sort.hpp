@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq::metrics::detail {
 
@@ -54,11 +54,7 @@ KVQ_HD inline void iota(index_t* a, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) a[i] = static_cast<index_t>(i);
 }
 
-// NaN test without <cmath> (x != x holds only for NaN in IEEE arithmetic).
-template <class T>
-KVQ_HD constexpr bool is_nan(T x) {
-  return !(x == x);
-}
+using kvq::is_nan;
 
 template <class T>
 KVQ_HD inline bool any_nan(const T* x, std::size_t n) {

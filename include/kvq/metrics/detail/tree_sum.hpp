@@ -1,14 +1,14 @@
 // kvq/metrics/detail/tree_sum.hpp — the fixed-shape summation used by the metrics.
 //
 // Every sum whose value must be identical on every backend goes through the library's
-// fixed-shape tree (kvq/attention/reduce.hpp: binary-counter pairwise blocks, the shape
+// fixed-shape tree (kvq/core/reduce.hpp: binary-counter pairwise blocks, the shape
 // depends only on the number of terms). The terms are produced on the fly by a
 // callable, so no buffer is needed and the function is KVQ_HD.
 #pragma once
 
 #include <cstddef>
 
-#include <kvq/attention/reduce.hpp>
+#include <kvq/core/reduce.hpp>
 #include <kvq/config.hpp>
 
 namespace kvq::metrics::detail {

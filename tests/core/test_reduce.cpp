@@ -10,8 +10,8 @@
 #include <vector>
 
 #include <kvq/attention/hadamard.hpp>
-#include <kvq/attention/reduce.hpp>
-#include <kvq/attention/rounding.hpp>
+#include <kvq/core/reduce.hpp>
+#include <kvq/core/float16.hpp>
 
 namespace {
 
@@ -87,7 +87,7 @@ TEST_CASE("dot, strided, max and vector accumulators follow the same tree", "[re
 }
 
 TEST_CASE("bf16 rounding is round-to-nearest-even with NaN and overflow", "[rounding][quick]") {
-  using kvq::attention::round_bf16;
+  using kvq::round_bf16;
   CHECK(round_bf16(1.0f) == 1.0f);
   CHECK(round_bf16(1.0f + 0x1p-8f) == 1.0f);                    // tie -> even (down)
   CHECK(round_bf16(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);      // tie -> even (up)

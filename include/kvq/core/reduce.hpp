@@ -1,4 +1,4 @@
-// kvq/attention/reduce.hpp — sums, dot products and maxima over a span in a fixed-shape
+// kvq/core/reduce.hpp — sums, dot products and maxima over a span in a fixed-shape
 // pairwise tree, identical on every host, device and thread count.
 //
 // The tree (depends only on the length n):
@@ -24,7 +24,7 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 
 namespace kvq {
 namespace reduce {

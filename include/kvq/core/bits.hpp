@@ -1,4 +1,4 @@
-// kvq/format/bits.hpp — bit-level views of IEEE binary32/binary64 inputs.
+// kvq/core/bits.hpp — bit-level views of IEEE binary32/binary64 inputs.
 //
 // Everything here is constexpr where the compiler allows a constexpr bit cast
 // (GCC >= 11, Clang >= 9, nvcc with such a host compiler: __builtin_bit_cast),
@@ -53,6 +53,17 @@ KVQ_HD constexpr T exact_pow2(int p) noexcept {
   if (biased >= 1) return bit_cast<T>(static_cast<U>(static_cast<U>(biased) << L::mantissa_bits));
   // subnormal: 2^p = 2^(1-bias-mant) * 2^(p - (1-bias-mant))
   return bit_cast<T>(static_cast<U>(U(1) << (p - (1 - L::bias - L::mantissa_bits))));
+}
+
+/// NaN and finiteness tests on the bits (no <cmath>, constexpr, the same on every host
+/// and device compiler, and immune to -ffinite-math style assumptions).
+KVQ_HD constexpr bool is_nan(float x) noexcept { return (bit_cast<std::uint32_t>(x) & 0x7fffffffu) > 0x7f800000u; }
+KVQ_HD constexpr bool is_nan(double x) noexcept {
+  return (bit_cast<std::uint64_t>(x) & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL;
+}
+KVQ_HD constexpr bool is_finite(float x) noexcept { return (bit_cast<std::uint32_t>(x) & 0x7f800000u) != 0x7f800000u; }
+KVQ_HD constexpr bool is_finite(double x) noexcept {
+  return (bit_cast<std::uint64_t>(x) & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
 }
 
 }  // namespace kvq

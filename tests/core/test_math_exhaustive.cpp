@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 
 #include "math_oracle.hpp"
 

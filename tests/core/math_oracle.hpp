@@ -1,4 +1,4 @@
-// tests/attention/math_oracle.hpp — correctly rounded float references for exp, exp2,
+// tests/core/math_oracle.hpp — correctly rounded float references for exp, exp2,
 // log, log2, sin, cos, independent of kvq's implementation.
 //
 // The reference for float x is the float nearest to f(x). glibc's double function gives

@@ -9,7 +9,7 @@
 #include <random>
 #include <sstream>
 
-#include <kvq/attention/math.hpp>
+#include <kvq/core/math.hpp>
 
 #include "math_oracle.hpp"
 

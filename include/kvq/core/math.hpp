@@ -1,4 +1,4 @@
-// kvq/attention/math.hpp — deterministic elementary functions: exp, exp2, log, log2
+// kvq/core/math.hpp — deterministic elementary functions: exp, exp2, log, log2
 // (float and double), sin, cos, sincos (float), and the turn-based sin/cos used by the
 // Box–Muller generator.
 //
@@ -49,7 +49,7 @@
 #include <cstdint>
 
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
 
 namespace kvq {
 namespace math {
@@ -100,12 +100,8 @@ KVQ_HD constexpr double nan_d() { return double_from_bits(0x7ff8000000000000ULL)
 KVQ_HD constexpr float inf_f() { return float_from_bits(0x7f800000u); }
 KVQ_HD constexpr float nan_f() { return float_from_bits(0x7fc00000u); }
 
-KVQ_HD constexpr bool is_nan(double x) { return (bits(x) & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL; }
-KVQ_HD constexpr bool is_nan(float x) { return (bits(x) & 0x7fffffffu) > 0x7f800000u; }
-KVQ_HD constexpr bool is_finite(double x) {
-  return (bits(x) & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
-}
-KVQ_HD constexpr bool is_finite(float x) { return (bits(x) & 0x7f800000u) != 0x7f800000u; }
+using kvq::is_finite;
+using kvq::is_nan;
 
 /// 2^p for p in [-1022, 1023] (normal doubles), from bits.
 KVQ_HD constexpr double pow2_d(int p) {
