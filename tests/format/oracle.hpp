@@ -13,7 +13,7 @@
 // midpoints between them are short dyadic rationals, exactly representable in double.
 //
 // Edge policy (kvq's contract, = CUDA's host conversion functions where CUDA has the
-// configuration; see DESIGN.md "Conversion semantics"):
+// configuration; see docs/design.md "Conversion contract"):
 //   * Overflow follows IEEE 754-2019 7.4: a rounding result above max finite (as if the
 //     exponent range were unbounded, so the next value above max is max + ulp(max)) is
 //     "overflow". Under satfinite it becomes ±max. Under nosat it becomes ±Inf (IEEE
@@ -43,7 +43,7 @@ namespace kvqtest {
 
 enum class sp { ieee, finite_nan, fnuz, none };
 
-// Written from the format table of DESIGN.md, not taken from kvq's traits (the tests
+// Written from the format table of docs/design.md, not taken from kvq's traits (the tests
 // check kvq's traits against these).
 struct layout {
   const char* name;

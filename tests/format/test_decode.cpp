@@ -1,6 +1,6 @@
 // kvq::decode, is_nan_code, is_inf_code: every code of every format against the
 // values derived from the bit layout by the test oracle (oracle.hpp), and the traits
-// (traits.hpp/formats.hpp) against the format table of DESIGN.md.
+// (traits.hpp/formats.hpp) against the format table of docs/design.md.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -96,7 +96,7 @@ TEST_CASE("traits match the format table", "[decode][traits]") {
     CHECK(std::ldexp(1.0, F::emax) <= F::max_finite());
     CHECK(std::ldexp(1.0, F::emax + 1) > F::max_finite());
   });
-  // The numbers of DESIGN.md's format table.
+  // The numbers of docs/design.md's format table.
   CHECK(kvq::max_finite_v<kvq::fmt::e4m3> == 448);
   CHECK(kvq::max_finite_v<kvq::fmt::e5m2> == 57344);
   CHECK(kvq::max_finite_v<kvq::fmt::e3m2> == 28);

@@ -128,7 +128,7 @@ using kvq::rounding;
 namespace fmt = kvq::fmt;
 }  // namespace
 
-// A handful of encodes with the edge values of DESIGN.md "Conversion semantics".
+// A handful of encodes with the edge values of docs/design.md "Conversion contract".
 // e4m3: 464 is the midpoint of 448 and (virtual) 480 and ties to 448; above it
 // satfinite gives 448 and nosat NaN; a float NaN loses its sign.
 static_assert(kvq::encode<fmt::e4m3>(464.0f) == 0x7E, "");

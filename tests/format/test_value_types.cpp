@@ -1,5 +1,5 @@
 // The one-byte value types: storage size, std::numeric_limits against the format
-// table of DESIGN.md, comparisons, and Eigen casts against element-wise encode/decode.
+// table of docs/design.md, comparisons, and Eigen casts against element-wise encode/decode.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -18,7 +18,7 @@ using namespace kvqtest;
 
 namespace {
 
-// The format table of DESIGN.md (max finite, min subnormal), plus the smallest normal
+// The format table of docs/design.md (max finite, min subnormal), plus the smallest normal
 // and epsilon (2^-M: the gap above 1) from the bit layouts written there.
 struct expected_limits {
   double max, min_normal, denorm_min, epsilon;

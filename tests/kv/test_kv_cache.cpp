@@ -12,6 +12,7 @@
 
 namespace kb = kvq::block;
 using namespace kvq::kv;
+using kvq::matrix_f;
 
 namespace {
 
@@ -226,12 +227,11 @@ TEST_CASE("cache memory equals the planner's count", "[kv][planner]") {
   for (const char* name : {"bf16", "fp32", "nvfp4_te", "nvfp4_vllm", "nvfp4_torchao_two_level", "mxfp6_e3m2_floor",
                            "mxfp4_rceil", "fp8_e4m3", "fp8_per_token_head", "int8_per_token_head", "kivi_int4_fp16",
                            "kivi_int8"}) {
-    const kv_format f = format_by_name(name);
+    const kv_format f = format_of(find_scheme(name));
     kv_cache c(m.layers, m.kv_heads, m.head_dim, precision_policy::uniform(f));
     for (std::size_t l = 0; l < m.layers; ++l) c.layer(l).append(make(2, 150, 64, 20), make(2, 150, 64, 21));
     INFO(name);
     CHECK(c.memory_bytes() == kv_bytes(m, f, 150));
-    CHECK(format_name(f) == name);
   }
   precision_policy p = precision_policy::uniform(kb::nvfp4_te{});
   p.sink_tokens = 4;
@@ -328,7 +328,7 @@ TEST_CASE("KV API errors name the sizes", "[kv][errors]") {
   CHECK_THROWS_AS(layer_cache(1, 64, k), std::invalid_argument);
   c.append(kv_heads(2, 4, 64), kv_heads(2, 4, 64));
   CHECK_THROWS_AS(c.flag_span({2, 3}), std::invalid_argument);
-  CHECK_THROWS_AS(format_by_name("nvfp5"), std::invalid_argument);
+  CHECK_THROWS_AS(find_scheme("nvfp5"), std::invalid_argument);
   CHECK(gqa_kv_head(5, 32, 8) == 1);
   CHECK_THROWS_AS(gqa_kv_head(0, 30, 8), std::invalid_argument);
 }

@@ -5,9 +5,11 @@
 #include "subcommands.hpp"
 
 #include <kvq/kv/planner.hpp>
+#include <kvq/kv/registry.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,9 +41,11 @@ std::string model_keys() {
   return s;
 }
 
+// Every registry scheme with a storage format (the planner counts formats' bytes).
 std::string all_format_names() {
-  std::string s = "fp32, bf16, fp16";
-  for (std::size_t i = 1; i < std::variant_size<kv::kv_format>::value; ++i) s += std::string(", ") + kv::kv_format_names[i];
+  std::string s;
+  for (const auto& n : kv::scheme_names())
+    if (kv::find_scheme(n).format) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
 
@@ -180,13 +184,10 @@ int cmd_memory(const std::vector<std::string>& args) {
   std::vector<row_def> rows;
   for (const std::string& name : kvq::study::split(formats)) {
     if (name.empty()) throw usage_error("memory: --formats has an empty entry (see --list-formats)");
-    kv::kv_format f;
-    try {
-      f = kv::format_by_name(name);
-    } catch (const std::invalid_argument&) {
+    std::shared_ptr<const kv::scheme> s = kv::registry::global().lookup(name);
+    if (!s || !s->format)
       throw usage_error("memory: unknown format '" + name + "' (allowed: " + all_format_names() + ")");
-    }
-    rows.push_back({name, f, false});
+    rows.push_back({s->name, *s->format, false});
   }
   if (tiered) {
     const std::size_t n = rows.size();

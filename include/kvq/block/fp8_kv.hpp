@@ -66,7 +66,8 @@ struct fp8_per_tensor {
   static constexpr tensor_kind tensor = tensor_kind::decode_scale;
   static constexpr exactness exact = exactness::bit_exact;
   static constexpr amax_nan tensor_amax_rule = amax_nan::propagate;
-  static constexpr const char* name = "fp8_per_tensor_vllm";
+  static constexpr const char* name =
+      std::is_same<element_format, fmt::e4m3>::value ? "fp8_e4m3_per_tensor_vllm" : "fp8_e5m2_per_tensor_vllm";
   static constexpr const char* source =
       "vLLM csrc/quantization/fp8/nvidia/quant_utils.cuh (scaled_vec_conversion); calc_kv_scales";
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <kvq/block/io16.hpp>
 #include <kvq/block/scheme.hpp>
@@ -48,7 +49,10 @@ struct kivi_group {
   static constexpr tensor_kind tensor = tensor_kind::none;
   static constexpr exactness exact = exactness::bit_exact;
   static constexpr amax_nan tensor_amax_rule = amax_nan::ignore;
-  static constexpr const char* name = Bits == 2 ? "kivi_int2" : Bits == 4 ? "kivi_int4" : "kivi_int8";
+  static constexpr bool fp16_compute = std::is_same<Compute, fp16_input>::value;
+  static constexpr const char* name = Bits == 2 ? (fp16_compute ? "kivi_int2_fp16" : "kivi_int2")
+                                      : Bits == 4 ? (fp16_compute ? "kivi_int4_fp16" : "kivi_int4")
+                                                  : (fp16_compute ? "kivi_int8_fp16" : "kivi_int8");
   static constexpr const char* source = "jy-yuan/KIVI quant/new_pack.py (triton_quantize_and_pack_along_last_dim)";
   static constexpr int max_int = (1 << Bits) - 1;
 

@@ -144,25 +144,64 @@ struct mx_recipe {
   }
 };
 
+/// Recipe names per element format: every recipe type has its own name.
+template <class Elem>
+struct mx_names;
+template <>
+struct mx_names<fmt::e4m3> {
+  static constexpr const char* floor = "mxfp8_e4m3_floor";
+  static constexpr const char* floor_microxcaling = "mxfp8_e4m3_floor_microxcaling";
+  static constexpr const char* rceil = "mxfp8_e4m3_rceil";
+  static constexpr const char* rceil_torchao = "mxfp8_e4m3_rceil_torchao";
+};
+template <>
+struct mx_names<fmt::e5m2> {
+  static constexpr const char* floor = "mxfp8_e5m2_floor";
+  static constexpr const char* floor_microxcaling = "mxfp8_e5m2_floor_microxcaling";
+  static constexpr const char* rceil = "mxfp8_e5m2_rceil";
+  static constexpr const char* rceil_torchao = "mxfp8_e5m2_rceil_torchao";
+};
+template <>
+struct mx_names<fmt::e3m2> {
+  static constexpr const char* floor = "mxfp6_e3m2_floor";
+  static constexpr const char* floor_microxcaling = "mxfp6_e3m2_floor_microxcaling";
+  static constexpr const char* rceil = "mxfp6_e3m2_rceil";
+  static constexpr const char* rceil_torchao = "mxfp6_e3m2_rceil_torchao";
+};
+template <>
+struct mx_names<fmt::e2m3> {
+  static constexpr const char* floor = "mxfp6_e2m3_floor";
+  static constexpr const char* floor_microxcaling = "mxfp6_e2m3_floor_microxcaling";
+  static constexpr const char* rceil = "mxfp6_e2m3_rceil";
+  static constexpr const char* rceil_torchao = "mxfp6_e2m3_rceil_torchao";
+};
+template <>
+struct mx_names<fmt::e2m1> {
+  static constexpr const char* floor = "mxfp4_floor";
+  static constexpr const char* floor_microxcaling = "mxfp4_floor_microxcaling";
+  static constexpr const char* rceil = "mxfp4_rceil";
+  static constexpr const char* rceil_torchao = "mxfp4_rceil_torchao";
+};
+
 /// OCP floor rule as torchao's ScaleCalculationMode.FLOOR (the OCP-spec reference).
 template <class Elem>
 struct mx_floor : mx_recipe<Elem, mx_scale_rule::floor, amax_nan::propagate, mx_inverse::exact_pow2,
                             rounding::nearest_even, false> {
-  static constexpr const char* name = "mx_floor";
+  static constexpr const char* name = mx_names<format_of_t<Elem>>::floor;
   static constexpr const char* source = "OCP MX v1.0 6.3; torchao mx_formats/mx_tensor.py to_mx (FLOOR)";
 };
 /// OCP floor rule with microxcaling's default round-half-away elements.
 template <class Elem>
 struct mx_floor_microxcaling : mx_recipe<Elem, mx_scale_rule::floor, amax_nan::propagate, mx_inverse::exact_pow2,
                                          rounding::nearest_away, false> {
-  static constexpr const char* name = "mx_floor_microxcaling";
+  static constexpr const char* name = mx_names<format_of_t<Elem>>::floor_microxcaling;
   static constexpr const char* source = "microsoft/microxcaling mx/mx_ops.py _quantize_mx (round='nearest')";
 };
 /// Round-up rule as cuBLAS/CUTLASS/TransformerEngine compute it.
 template <class Elem>
 struct mx_rceil_te : mx_recipe<Elem, mx_scale_rule::rceil, amax_nan::ignore, mx_inverse::te_exp2f_rcp,
                                rounding::nearest_even, true> {
-  static constexpr const char* name = "mx_rceil_te";
+  static constexpr const char* name = mx_names<format_of_t<Elem>>::rceil;
   static constexpr const char* source =
       "TransformerEngine cast/mxfp8/quantize_mxfp8.cuh, util/ptx.cuh (float_to_e8m0, exp2f_rcp)";
 };
@@ -170,7 +209,7 @@ struct mx_rceil_te : mx_recipe<Elem, mx_scale_rule::rceil, amax_nan::ignore, mx_
 template <class Elem>
 struct mx_rceil_torchao : mx_recipe<Elem, mx_scale_rule::rceil, amax_nan::propagate, mx_inverse::exact_pow2,
                                     rounding::nearest_even, false> {
-  static constexpr const char* name = "mx_rceil_torchao";
+  static constexpr const char* name = mx_names<format_of_t<Elem>>::rceil_torchao;
   static constexpr const char* source = "torchao mx_formats/mx_tensor.py _to_mx_rceil";
 };
 

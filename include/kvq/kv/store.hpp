@@ -53,47 +53,24 @@ using kv_format =
                  block::int8_per_token_head, block::kivi_int2, block::kivi_int4, block::kivi_int8,
                  block::kivi_group_fp16<2>, block::kivi_group_fp16<4>, block::kivi_group_fp16<8>>;
 
-/// Names of the kv_format alternatives, in order (hp formats are named by to_string).
-inline constexpr const char* kv_format_names[] = {
-    "hp",          "nvfp4_te",         "nvfp4_vllm",        "nvfp4_vllm_4over6", "nvfp4_torchao",
-    "nvfp4_torchao_two_level",         "mxfp8_e4m3_floor",  "mxfp8_e5m2_floor",  "mxfp6_e3m2_floor",
-    "mxfp6_e2m3_floor",                "mxfp4_floor",       "mxfp8_e4m3_rceil",  "mxfp8_e5m2_rceil",
-    "mxfp6_e3m2_rceil",                "mxfp6_e2m3_rceil",  "mxfp4_rceil",       "fp8_e4m3",
-    "fp8_e5m2",    "fp8_per_token_head",                    "int8_per_token_head", "kivi_int2",
-    "kivi_int4",   "kivi_int8",        "kivi_int2_fp16",    "kivi_int4_fp16",    "kivi_int8_fp16"};
-static_assert(sizeof(kv_format_names) / sizeof(kv_format_names[0]) == std::variant_size<kv_format>::value,
-              "kv_format_names must list every kv_format alternative");
-
+/// The recipe's name (block::*::name, unique per recipe type), or the high-precision
+/// format's. Scheme names (with their tensor-value rules) live in kv/registry.hpp.
 inline std::string format_name(const kv_format& f) {
-  if (const hp_format* h = std::get_if<hp_format>(&f)) return to_string(*h);
-  return kv_format_names[f.index()];
+  return std::visit(
+      [](const auto& s) -> std::string {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) return to_string(s);
+        else return T::name;
+      },
+      f);
 }
 
 namespace detail {
-template <class I, std::size_t... Is>
-kv_format format_at(std::size_t i, std::index_sequence<Is...>) {
-  kv_format out;
-  ((i == Is ? (out = kv_format(std::in_place_index<Is>), 0) : 0), ...);
-  return out;
-}
 template <class T>
 struct is_kivi : std::false_type {};
 template <int B, class C>
 struct is_kivi<block::kivi_group<B, C>> : std::true_type {};
 }  // namespace detail
-
-/// The format with this name ("bf16", "nvfp4_te", "mxfp4_rceil", "kivi_int2", ...).
-inline kv_format format_by_name(const std::string& name) {
-  if (name == "fp32") return hp_format::fp32;
-  if (name == "bf16") return hp_format::bf16;
-  if (name == "fp16") return hp_format::fp16;
-  for (std::size_t i = 1; i < std::variant_size<kv_format>::value; ++i)
-    if (name == kv_format_names[i])
-      return detail::format_at<void>(i, std::make_index_sequence<std::variant_size<kv_format>::value>{});
-  std::string all = "fp32 bf16 fp16";
-  for (std::size_t i = 1; i < std::variant_size<kv_format>::value; ++i) all += std::string(" ") + kv_format_names[i];
-  throw std::invalid_argument("kvq::kv::format_by_name: unknown format '" + name + "' (known: " + all + ")");
-}
 
 /// Whether a format has a tensor-level value, and the value vLLM-style calibration gives
 /// for a first-chunk amax (fp8 per tensor: amax * fp32(1/200) for K, 1/100 for V).

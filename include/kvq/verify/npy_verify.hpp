@@ -48,6 +48,7 @@
 #include <vector>
 
 #include <kvq/block.hpp>
+#include <kvq/kv/registry.hpp>
 #include <kvq/core/bits.hpp>
 #include <kvq/format/bulk.hpp>
 #include <kvq/format/formats.hpp>
@@ -203,14 +204,19 @@ std::size_t block_of(S& s, const npy::array& in) {
 }
 
 template <class S, class In>
-quantized block_quantize_as(const S& s, const typename In::storage* x, std::size_t n, const npy_verify_request& req) {
+quantized block_quantize_as(const S& s, const typename In::storage* x, std::size_t n, const npy_verify_request& req,
+                            kvq::kv::tensor_rule rule) {
   namespace b = kvq::block;
   const b::buffer_sizes z = b::sizes_of(s, n);
   quantized q;
   q.codes.resize(z.code_bytes);
   std::vector<typename S::scale_type> sc(z.scales);
   std::vector<float> zr(z.zeros);
-  const b::tensor_value tv = req.has_tensor_value ? b::tensor_value::given(req.tensor_value) : b::tensor_value::computed();
+  // No --tensor-value: the scheme's rule (kv/registry.hpp): 1.0 for `unit`, else the
+  // recipe's own value from the data amax.
+  const b::tensor_value tv = req.has_tensor_value                      ? b::tensor_value::given(req.tensor_value)
+                             : rule == kvq::kv::tensor_rule::unit ? b::tensor_value::given(1.0f)
+                                                                   : b::tensor_value::computed();
   q.tensor_value = b::quantize<S, In>(s, x, n, tv, q.codes.data(), q.codes.size(), sc.data(), sc.size(), zr.data(),
                                       zr.size());
   q.has_tensor_value = S::tensor != b::tensor_kind::none;
@@ -227,7 +233,7 @@ quantized block_quantize_as(const S& s, const typename In::storage* x, std::size
 }
 
 template <class S>
-scheme_entry block_entry(const std::string& name, const char* what) {
+scheme_entry block_entry(const std::string& name, const std::string& what, kvq::kv::tensor_rule rule) {
   using E = typename S::element_format;
   scheme_entry e;
   e.name = name;
@@ -238,7 +244,7 @@ scheme_entry block_entry(const std::string& name, const char* what) {
   e.element_bits = S::storage_bits;
   e.element_max = E::max_finite();
   e.edge_cases = [] { return edge_case_values<E>(); };
-  e.quantize = [](const scheme_io& io) {
+  e.quantize = [rule](const scheme_io& io) {
     S s{};
     const std::size_t bs = block_of(s, *io.input);
     const std::size_t n = io.x.size();
@@ -247,10 +253,10 @@ scheme_entry block_entry(const std::string& name, const char* what) {
                                   npy::shape_string(io.input->shape) + ") is not a multiple of the block size " +
                                   std::to_string(bs));
     namespace b = kvq::block;
-    if (io.input->type == npy::dtype::f32) return block_quantize_as<S, b::f32_input>(s, io.x.data(), n, *io.req);
+    if (io.input->type == npy::dtype::f32) return block_quantize_as<S, b::f32_input>(s, io.x.data(), n, *io.req, rule);
     const std::vector<std::uint16_t> h = io.input->as_u16();
-    if (io.input->type == npy::dtype::f16) return block_quantize_as<S, b::fp16_input>(s, h.data(), n, *io.req);
-    return block_quantize_as<S, b::bf16_input>(s, h.data(), n, *io.req);
+    if (io.input->type == npy::dtype::f16) return block_quantize_as<S, b::fp16_input>(s, h.data(), n, *io.req, rule);
+    return block_quantize_as<S, b::bf16_input>(s, h.data(), n, *io.req, rule);
   };
   e.verify = [e](const scheme_io& io) {
     const quantized q = e.quantize(io);
@@ -315,30 +321,20 @@ inline const std::vector<scheme_entry>& schemes() {
     s.push_back(element_entry<fmt::e5m2fnuz>("FP8 E5M2 fnuz: max 57344, 0x80 NaN"));
     s.push_back(element_entry<fmt::ue4m3>("unsigned E4M3 (NVFP4 scale): max 448"));
     s.push_back(element_entry<fmt::ue8m0>("UE8M0 (MX scale): powers of two 2^-127..2^127, 0xFF NaN"));
-    s.push_back(block_entry<b::nvfp4_te>("nvfp4_te", "NVFP4, TransformerEngine/cuBLAS recipe; tensor value = amax"));
-    s.push_back(block_entry<b::nvfp4_vllm<>>(
-        "nvfp4_vllm", "NVFP4, vLLM KV-cache store (IEEE model of rcp.approx); tensor value = k_scale"));
-    s.push_back(block_entry<b::nvfp4_vllm_4over6<>>("nvfp4_vllm_4over6",
-                                                    "NVFP4, vLLM 4over6 scale search (IEEE model); tensor value = k_scale"));
-    s.push_back(block_entry<b::nvfp4_torchao>("nvfp4_torchao", "NVFP4, torchao single-level"));
-    s.push_back(block_entry<b::nvfp4_torchao_two_level>("nvfp4_torchao_two_level",
-                                                        "NVFP4, torchao two-level; tensor value = per_tensor_scale"));
-    s.push_back(block_entry<b::mxfp8_e4m3_floor>("mxfp8_e4m3_floor", "MXFP8 e4m3, OCP floor scale rule"));
-    s.push_back(block_entry<b::mxfp8_e5m2_floor>("mxfp8_e5m2_floor", "MXFP8 e5m2, OCP floor scale rule"));
-    s.push_back(block_entry<b::mxfp6_e3m2_floor>("mxfp6_e3m2_floor", "MXFP6 e3m2, OCP floor scale rule"));
-    s.push_back(block_entry<b::mxfp6_e2m3_floor>("mxfp6_e2m3_floor", "MXFP6 e2m3, OCP floor scale rule"));
-    s.push_back(block_entry<b::mxfp4_floor>("mxfp4_floor", "MXFP4 e2m1, OCP floor scale rule"));
-    s.push_back(block_entry<b::mxfp8_e4m3_rceil>("mxfp8_e4m3_rceil", "MXFP8 e4m3, round-up scale rule (TE/cuBLAS)"));
-    s.push_back(block_entry<b::mxfp8_e5m2_rceil>("mxfp8_e5m2_rceil", "MXFP8 e5m2, round-up scale rule (TE/cuBLAS)"));
-    s.push_back(block_entry<b::mxfp6_e3m2_rceil>("mxfp6_e3m2_rceil", "MXFP6 e3m2, round-up scale rule (TE/cuBLAS)"));
-    s.push_back(block_entry<b::mxfp6_e2m3_rceil>("mxfp6_e2m3_rceil", "MXFP6 e2m3, round-up scale rule (TE/cuBLAS)"));
-    s.push_back(block_entry<b::mxfp4_rceil>("mxfp4_rceil", "MXFP4 e2m1, round-up scale rule (TE/cuBLAS)"));
-    s.push_back(block_entry<b::fp8_e4m3_per_tensor>("fp8_e4m3_per_tensor",
-                                                    "vLLM FP8 e4m3 KV store; tensor value = k_scale"));
-    s.push_back(block_entry<b::fp8_e5m2_per_tensor>("fp8_e5m2_per_tensor",
-                                                    "vLLM FP8 e5m2 KV store; tensor value = k_scale"));
-    s.push_back(block_entry<b::fp8_per_token_head>(
-        "fp8_per_token_head", "vLLM fp8_per_token_head (IEEE model): float32 scale per last-dimension row"));
+    // Block schemes: every registry scheme whose format is a block recipe with one code
+    // per element and no zero points (KIVI's asymmetric groups and INT8 are not read here).
+    for (const std::string& n : kvq::kv::scheme_names()) {
+      const kvq::kv::scheme& sch = kvq::kv::find_scheme(n);
+      if (!sch.format) continue;
+      std::visit(
+          [&](const auto& f) {
+            using T = std::decay_t<decltype(f)>;
+            if constexpr (!std::is_same<T, kvq::kv::hp_format>::value && !kvq::kv::detail::is_kivi<T>::value &&
+                          !std::is_same<T, b::int8_per_token_head>::value)
+              s.push_back(block_entry<T>(sch.name, sch.description, sch.rule));
+          },
+          *sch.format);
+    }
     return s;
   }();
   return v;
@@ -347,6 +343,10 @@ inline const std::vector<scheme_entry>& schemes() {
 inline const scheme_entry* find_scheme(const std::string& name) {
   for (const auto& s : schemes())
     if (name == s.name) return &s;
+  // An alias of a registry scheme (e.g. fp8_e4m3_per_tensor for fp8_e4m3_cal).
+  if (const auto r = kvq::kv::registry::global().lookup(name))
+    for (const auto& s : schemes())
+      if (r->name == s.name) return &s;
   return nullptr;
 }
 

@@ -1,0 +1,48 @@
+# Runs every study's --quick grid once and compares the SHA-256 of each CSV it writes with
+# the stored value: the record that a redesign or a faster kernel kept every result.
+#   cmake -DKVQ=<exe> -DWORK=<scratch dir> -DTHREADS=<n> -P study_hashes.cmake
+#
+# History of the stored hashes (docs/design.md, "Same bits"):
+#  - Stored with the scheme registry. Against the previous command, every CSV byte is
+#    identical except (a) canonical scheme names: fp8_tokhead -> fp8_per_token_head,
+#    mxfp8 -> mxfp8_e4m3_rceil, and the policy study's calibrated FP8 (formerly printed
+#    fp8_e4m3) -> fp8_e4m3_cal; (b) the kivi_int4 rows (outliers, sinks; rotation has no
+#    kivi_int4 on its quick grid), whose fp16 window of 128 + (n - 128) mod 32 keys became
+#    KIVI's own n mod 128 keys in fp32 (README, "Changes").
+cmake_minimum_required(VERSION 3.20)
+
+set(expected
+  "citations.csv=b9b2f1ee4763d1fb9fbfbc8c2eab0e9e985ba5ea5c768e85707945b1433551ef"
+  "citations_verdict.csv=37b98ee9c4d7deeba6aedf72d9f5ad1a0ec46e81df659a2a8c84d9a3a6ac5b10"
+  "outliers.csv=ffefb92b16bae99b41f541a34c3bfec64909590ea037874fdd1bef838ed116c8"
+  "policy.csv=2e416e921a3936304140b024398eefdb4a01cabf62c47626de8330bb97970d28"
+  "rotation.csv=4639c550abbe7a2e5a846bd76c87a350fd997ff8452922d8c2f4d65b86dd7037"
+  "sinks.csv=fdda1cfebbc63011855c7e16c92fd562c37e6cd8fd853aeea8817f8ed1375bd0")
+
+file(REMOVE_RECURSE "${WORK}")
+set(failures "")
+foreach(study outliers sinks citations policy rotation)
+  execute_process(COMMAND ${KVQ} study ${study} --quick --threads ${THREADS} --out "${WORK}"
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "kvq study ${study} --quick: exit ${rc}\n${err}")
+  endif()
+endforeach()
+foreach(e IN LISTS expected)
+  string(REPLACE "=" ";" kv "${e}")
+  list(GET kv 0 file)
+  list(GET kv 1 want)
+  if(NOT EXISTS "${WORK}/${file}")
+    list(APPEND failures "${file}: not written")
+    continue()
+  endif()
+  file(SHA256 "${WORK}/${file}" got)
+  if(NOT got STREQUAL want)
+    list(APPEND failures "${file}: sha256 ${got}, stored ${want}")
+  endif()
+endforeach()
+if(failures)
+  string(REPLACE ";" "\n  " msg "${failures}")
+  message(FATAL_ERROR "study CSVs differ from the stored hashes:\n  ${msg}")
+endif()
+message(STATUS "every study CSV matches its stored SHA-256")
