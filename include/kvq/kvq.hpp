@@ -5,6 +5,7 @@
 #include <kvq/config.hpp>
 #include <kvq/core.hpp>
 #include <kvq/format.hpp>
+#include <kvq/mma.hpp>
 #include <kvq/block.hpp>
 #include <kvq/kv.hpp>
 #include <kvq/inject.hpp>

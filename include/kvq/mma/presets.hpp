@@ -1,0 +1,101 @@
+// kvq/mma/presets.hpp — the block-FMA rule of each GPU generation, per input and output
+// format, with the evidence behind it.
+//
+// Evidence: hardware inner products recorded by Khattak & Mikaitis ("Accurate Models of
+// NVIDIA Tensor Cores", arXiv 2512.07004; data in tests/data/tensor-core-vectors/, 5000
+// lines per GPU and format) and their MATLAB models (models/A100TC.m, L40STC.m/AdaTC.m,
+// H100TC.m, B200TC.m). Every preset below reproduces every recorded line of its file bit
+// for bit, except sm_100 E5M2 (4999 of 5000, see below); tests/mma/replay.cpp checks it.
+//
+//   sm_80 (A100) bf16, fp16 → fp32: k = 8, 24-bit window (neab 1), toward zero.
+//     Recorded with K = 8 and c ≠ 0.                                          recorded
+//   sm_80 fp16 → fp16: as above, c in fp16, round to nearest even to fp16, alignment
+//     exponent at least -20 (the model's min_exp_limit).                      recorded
+//   sm_89 (L40S) bf16, fp16: as sm_80. Recorded with K = 16, i.e. two chained
+//     8-product blocks (d of the first is c of the second).                   recorded
+//   sm_89 e4m3, e5m2 → fp32: k = 16, 13-bit window, the sum truncated to 13 fraction
+//     bits ("FP22"); recorded with K = 32 (two chained blocks, the intermediate result
+//     kept at 13 fraction bits) and c ≠ 0.                                    recorded
+//   sm_90 (H100) bf16, fp16 → fp32: k = 16, 25-bit window (neab 2), toward zero; c ≠ 0.
+//                                                                            recorded
+//   sm_90 fp16 → fp16: as above, nearest even to fp16, alignment exponent >= -21.
+//                                                                            recorded
+//   sm_90 e4m3, e5m2 → fp32: k = 32, 13-bit window, result truncated to 13 fraction
+//     bits. The hardware run (wgmma) used c = 0, so how a nonzero c enters is not
+//     recorded; the preset aligns c with the products (as the paper's model does and as
+//     the FP8 accumulation discussions of FlashAttention-3 / DeepGEMM, which promote the
+//     accumulator every few wgmma calls because it keeps ~13 fraction bits, imply).
+//                                                                            inferred
+//   sm_100 (B200) bf16, fp16: as sm_90.                                       recorded
+//   sm_100 e4m3, e5m2 → fp32: k = 32, the products aligned in a 25-bit window, c added
+//     after the product sum, one rounding to nearest even. The paper's B200 model (c
+//     aligned with the products, toward zero) fails a third of the recorded lines; with
+//     c aligned and nearest even ~7% still fail; a late c reproduces every E4M3 line
+//     and 4999 of 5000 E5M2 lines (line 3935 is rounded toward zero by the hardware,
+//     0.81 ulp from the exact sum, which no nearest-even rule explains; a 16+16 split
+//     rounded toward zero explains that line but fails ~30% of the others). The grouping
+//     and the c entry are therefore inferred; a B200 run with c = 0 and with products
+//     whose exponents straddle the two 16-element halves would settle it.     inferred
+#pragma once
+
+#include <kvq/config.hpp>
+#include <kvq/mma/params.hpp>
+
+namespace kvq::mma {
+
+enum class arch { sm_80, sm_89, sm_90, sm_100 };
+
+struct preset_info {
+  block_fma_params params;
+  exactness exact;
+};
+
+// The preset of (arch, in, out); false when the combination has no preset (fp8 on sm_80;
+// fp16 output for inputs other than fp16).
+KVQ_HD constexpr bool find_preset(arch a, input_format in, output_format out, preset_info& p) noexcept {
+  const bool fp8 = in == input_format::e4m3 || in == input_format::e5m2;
+  if (out == output_format::fp16 && in != input_format::fp16) return false;
+  if (fp8 && a == arch::sm_80) return false;
+  const bool half_out = out == output_format::fp16;
+  const final_rounding rz = final_rounding::toward_zero, rne = final_rounding::nearest_even;
+  switch (a) {
+    case arch::sm_80:
+    case arch::sm_89:
+      if (fp8) {
+        p = {{16, 13, -132, c_entry::aligned, rz, output_format::fp32, 13}, exactness::recorded};
+      } else if (half_out) {
+        p = {{8, 24, -20, c_entry::aligned, rne, output_format::fp16, 10}, exactness::recorded};
+      } else {
+        p = {{8, 24, -132, c_entry::aligned, rz, output_format::fp32, 23}, exactness::recorded};
+      }
+      return true;
+    case arch::sm_90:
+    case arch::sm_100:
+      if (fp8 && a == arch::sm_90) {
+        p = {{32, 13, -133, c_entry::aligned, rz, output_format::fp32, 13}, exactness::inferred};
+      } else if (fp8) {
+        p = {{32, 25, -133, c_entry::late, rne, output_format::fp32, 23}, exactness::inferred};
+      } else if (half_out) {
+        p = {{16, 25, -21, c_entry::aligned, rne, output_format::fp16, 10}, exactness::recorded};
+      } else {
+        p = {{16, 25, -133, c_entry::aligned, rz, output_format::fp32, 23}, exactness::recorded};
+      }
+      return true;
+  }
+  return false;
+}
+
+// Type-level name of a preset, for code that fixes the instruction at compile time.
+template <arch A, input_format In, output_format Out>
+struct preset {
+  static constexpr preset_info get() noexcept {
+    preset_info p{{0, 0, 0, c_entry::aligned, final_rounding::toward_zero, Out, 0}, exactness::inferred};
+    find_preset(A, In, Out, p);
+    return p;
+  }
+  static constexpr block_fma_params params = get().params;
+  static constexpr exactness exact = get().exact;
+  static_assert(params.k > 0, "kvq::mma::preset: no preset for this arch / input / output combination");
+};
+
+}  // namespace kvq::mma
