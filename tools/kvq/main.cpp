@@ -5,6 +5,7 @@
 // allowed values; nothing written), 1 anything else (I/O failures during a run).
 #include "studies/registry.hpp"
 
+#include "mma.hpp"
 #include "subcommands.hpp"
 
 #include <kvq/config.hpp>
@@ -31,6 +32,7 @@ const char* const kMainHelp =
     "  formats        the number formats kvq emulates, from the format traits\n"
     "  memory         KV-cache bytes per token and the largest context/batch that fits, per scheme\n"
     "  verify         compare dumped .npy tensors from a GPU kernel with the emulator, bit for bit\n"
+    "  mma            tensor-core inner products d = a.b + c as a given GPU computes them\n"
     "\n"
     "  kvq <command> --help   shows the options of a command\n"
     "  kvq --version          prints the library version\n"
@@ -294,7 +296,8 @@ int main(int argc, char** argv) {
     if (cmd == "formats") return kvq::cli::cmd_formats(rest);
     if (cmd == "memory") return kvq::cli::cmd_memory(rest);
     if (cmd == "verify") return kvq::cli::cmd_verify(rest, argv[0]);
-    throw usage_error("unknown command '" + cmd + "' (allowed: study, formats, memory, verify; see kvq --help)");
+    if (cmd == "mma") return kvq::cli::cmd_mma(rest);
+    throw usage_error("unknown command '" + cmd + "' (allowed: study, formats, memory, verify, mma; see kvq --help)");
   } catch (const usage_error& e) {
     std::fprintf(stderr, "kvq: %s\n", e.what());
     return 2;

@@ -1,0 +1,183 @@
+// kvq mma: reads inner products in the layout of the recorded tensor-core vectors
+// (a/b: one line per inner product of space-separated 8-hex-digit fp32 words; c: one
+// 32-character binary fp32 word per line) and prints d = a·b + c as the preset of the
+// chosen GPU computes it, one 32-character binary fp32 word per line (fp16 results as
+// the fp32 word of the same value, as in the recorded d_*_fp16 files).
+#include "mma.hpp"
+
+#include <kvq/mma.hpp>
+
+#include <CLI/CLI.hpp>
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kvq::cli {
+namespace {
+
+struct bad_input : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::vector<std::string> read_lines(const std::string& path, bool gz) {
+  std::vector<std::string> lines;
+  std::string cur;
+  char buf[4096];
+  if (gz) {
+    gzFile f = gzopen(path.c_str(), "rb");
+    if (!f) throw bad_input("cannot open " + path);
+    while (gzgets(f, buf, sizeof buf) != nullptr) {
+      cur += buf;
+      if (cur.back() == '\n') {
+        lines.push_back(cur);
+        cur.clear();
+      }
+    }
+    int err = 0;
+    gzerror(f, &err);
+    gzclose(f);
+    if (err != Z_OK && err != Z_STREAM_END) throw bad_input(path + ": not a readable gzip file");
+  } else {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw bad_input("cannot open " + path);
+    while (std::fgets(buf, sizeof buf, f) != nullptr) {
+      cur += buf;
+      if (cur.back() == '\n') {
+        lines.push_back(cur);
+        cur.clear();
+      }
+    }
+    std::fclose(f);
+  }
+  if (!cur.empty()) lines.push_back(cur);
+  for (auto& l : lines)
+    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
+  return lines;
+}
+
+float float_of(std::uint32_t u) {
+  float x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+
+std::vector<float> parse_hex_line(const std::string& line, const std::string& where) {
+  std::vector<float> v;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size()) break;
+    std::size_t j = i;
+    std::uint32_t u = 0;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t') {
+      const char ch = line[j];
+      int d;
+      if (ch >= '0' && ch <= '9')
+        d = ch - '0';
+      else if (ch >= 'a' && ch <= 'f')
+        d = ch - 'a' + 10;
+      else if (ch >= 'A' && ch <= 'F')
+        d = ch - 'A' + 10;
+      else
+        throw bad_input(where + ": '" + line.substr(i, j - i + 1) + "' is not an 8-hex-digit fp32 word");
+      u = (u << 4) | static_cast<std::uint32_t>(d);
+      ++j;
+    }
+    if (j - i != 8) throw bad_input(where + ": '" + line.substr(i, j - i) + "' is not an 8-hex-digit fp32 word");
+    v.push_back(float_of(u));
+    i = j;
+  }
+  return v;
+}
+
+float parse_binary_line(const std::string& line, const std::string& where) {
+  std::string s;
+  for (char ch : line)
+    if (ch != ' ' && ch != '\t') s += ch;
+  if (s.size() != 32) throw bad_input(where + ": expected one 32-character binary fp32 word");
+  std::uint32_t u = 0;
+  for (char ch : s) {
+    if (ch != '0' && ch != '1') throw bad_input(where + ": '" + s + "' is not a binary word");
+    u = (u << 1) | static_cast<std::uint32_t>(ch - '0');
+  }
+  return float_of(u);
+}
+
+}  // namespace
+
+int cmd_mma(const std::vector<std::string>& args) {
+  CLI::App app{
+      "Tensor-core inner products d = a.b + c as the chosen GPU computes them (kvq::mma presets).\n"
+      "Input layout of the recorded vectors: a/b one line per inner product of 8-hex-digit fp32\n"
+      "words, c one 32-character binary fp32 word per line (rounded to fp16, nearest even, for\n"
+      "--out-format fp16). Prints d as one 32-character binary fp32 word per line.",
+      "kvq mma"};
+  std::string arch_s, format_s, a_path, b_path, c_path, out_s = "fp32";
+  bool gz = false;
+  app.add_option("--arch", arch_s, "GPU: sm_80, sm_89, sm_90, sm_100")->required();
+  app.add_option("--format", format_s, "input format: e4m3, e5m2, bf16, fp16")->required();
+  app.add_option("--a", a_path, "file of the a vectors")->required();
+  app.add_option("--b", b_path, "file of the b vectors")->required();
+  app.add_option("--c", c_path, "file of the c values (default: c = 0)");
+  app.add_flag("--gz", gz, "the files are gzip-compressed");
+  app.add_option("--out-format", out_s, "accumulator format: fp32 (default) or fp16");
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "kvq mma: %s (see kvq mma --help)\n", e.what());
+    return 2;
+  }
+  try {
+    const kvq::mma::arch a = kvq::mma::parse_arch(arch_s);
+    const kvq::mma::input_format in = kvq::mma::parse_input_format(format_s);
+    const kvq::mma::output_format out = kvq::mma::parse_output_format(out_s);
+    const kvq::mma::preset_info p = kvq::mma::get_preset(a, in, out);
+    const auto A = read_lines(a_path, gz);
+    const auto B = read_lines(b_path, gz);
+    std::vector<std::string> C;
+    if (!c_path.empty()) C = read_lines(c_path, gz);
+    if (B.size() != A.size())
+      throw bad_input(b_path + " has " + std::to_string(B.size()) + " lines, " + a_path + " has " +
+                      std::to_string(A.size()));
+    if (!c_path.empty() && C.size() != A.size())
+      throw bad_input(c_path + " has " + std::to_string(C.size()) + " lines, " + a_path + " has " +
+                      std::to_string(A.size()));
+    std::string result;
+    result.reserve(A.size() * 33);
+    for (std::size_t i = 0; i < A.size(); ++i) {
+      const std::string where = "line " + std::to_string(i + 1);
+      const auto av = parse_hex_line(A[i], a_path + " " + where);
+      const auto bv = parse_hex_line(B[i], b_path + " " + where);
+      float c = C.empty() ? 0.0f : parse_binary_line(C[i], c_path + " " + where);
+      c = kvq::mma::to_output(out, c);
+      float d;
+      try {
+        d = kvq::mma::dot(p, in, av, bv, c);
+      } catch (const std::invalid_argument& e) {
+        throw bad_input(where + ": " + e.what());
+      }
+      std::uint32_t u;
+      std::memcpy(&u, &d, sizeof u);
+      for (int bit = 31; bit >= 0; --bit) result += ((u >> bit) & 1u) ? '1' : '0';
+      result += '\n';
+    }
+    std::fwrite(result.data(), 1, result.size(), stdout);
+    return 0;
+  } catch (const bad_input& e) {
+    std::fprintf(stderr, "kvq mma: %s\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "kvq mma: %s\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace kvq::cli
