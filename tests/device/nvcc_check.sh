@@ -8,7 +8,8 @@
 # Steps (each timed):
 #   1. tests/gpu/sweep.cu and tests/gpu/nvfp4.cu -> PTX for each target (device code
 #      only), then ptxas -> cubin (validates the PTX); grep for the expected cvt forms.
-#   2. tests/gpu/main.cu -> object for sm_90 (the host side of the driver).
+#   2. tests/gpu/main.cu -> object for sm_90 (the host side of the driver); tests/gpu/mma.cu
+#      -> PTX for sm_89 and sm_90 (the tensor-core mma.sync forms must be present).
 #   3. with --full: the Thrust CUDA test units (thrust_*.cu) -> objects for sm_90
 #      (slow: several CPU-minutes).
 # Flags are the ones the library requires: -std=c++17 --fmad=false, host -ffp-contract=off.
@@ -87,6 +88,14 @@ for arch in sm_89 sm_90 sm_100a; do
   fi
 done
 step "main.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -arch=sm_90 -c "$SRC/tests/gpu/main.cu" -o "$WORK/main.o" || true
+# Tensor-core inner products (tests/gpu/mma.cu): the mma.sync forms the replay uses.
+for arch in sm_89 sm_90; do
+  if step "mma.cu -> $arch ptx" "$NVCC" "${FLAGS[@]}" -arch="$arch" -ptx "$SRC/tests/gpu/mma.cu" -o "$WORK/mma.$arch.ptx"; then
+    expect "$WORK/mma.$arch.ptx" present mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \
+      mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 \
+      mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32
+  fi
+done
 if ((FULL)); then
   for tu in thrust_convert thrust_decode thrust_block thrust_block_kv thrust_math thrust_attention; do
     step "$tu.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -Xcompiler=-fopenmp -arch=sm_90 -c "$SRC/tests/gpu/$tu.cu" -o "$WORK/$tu.o" || true

@@ -21,6 +21,8 @@
 #           the attention kernels (softmax weights and outputs) for a batch of queries up
 #           to a 32k context, the per-query metrics), element by element and hashes vs the
 #           serial emulator on the CPU
+#   mma     the recorded tensor-core inner products (tests/data/tensor-core-vectors) through
+#           this GPU's mma.sync (tests/gpu/mma.cu, built separately) vs the kvq::mma preset
 # Verdicts: PASS, FAIL, HWDIFF (the GPU differs from CUDA's host functions only for NaN
 # inputs / NaN payloads: recorded as a finding, not a failure), SKIP.
 #
@@ -148,6 +150,27 @@ if ((rc == 124 || rc == 137)); then
   say "kvq GPU check: TIME LIMIT (${RUN_LIMIT}s) exceeded; partial results above"
   rc=124
 fi
+# ---- tensor-core inner products (tests/gpu/mma.cu, standalone) --------------------------
+# The recorded vectors through this GPU's mma.sync, compared with the kvq::mma preset.
+MMA_ARCH=${ARCH%a}
+if [[ "$MMA_ARCH" =~ ^sm_(80|89|90|100)$ ]] && command -v gzip >/dev/null && (( $(left) > 60 )); then
+  TCV=$BUILD/tc-vectors
+  rm -rf "$TCV" && mkdir -p "$TCV"
+  (cd "$ROOT/tests/data/tensor-core-vectors" && find . -name '*.txt.gz' | while read -r f; do
+     mkdir -p "$TCV/$(dirname "$f")" && gzip -dc "$f" >"$TCV/${f%.gz}"; done)
+  if timeout $(( $(left) - 30 )) "$NVCC" "${FLAGS[@]}" "$ROOT/tests/gpu/mma.cu" -o "$BUILD/kvq_gpu_mma" >"$BUILD/mma.build.log" 2>&1; then
+    timeout $(( $(left) - 10 )) "$BUILD/kvq_gpu_mma" "$TCV" "$MMA_ARCH" 2>&1 | tee -a "$LOG" | tee "$BUILD/mma_summary.txt"
+    mma_rc=${PIPESTATUS[0]}
+    [[ -f "$BUILD/summary.txt" ]] && cat "$BUILD/mma_summary.txt" >>"$BUILD/summary.txt"
+    if ((mma_rc != 0 && rc == 0)); then rc=1; fi
+  else
+    say "[FAIL] mma: build of tests/gpu/mma.cu failed (log $BUILD/mma.build.log)"
+    ((rc == 0)) && rc=1
+  fi
+else
+  say "[SKIP] mma: no preset for $ARCH, no gzip, or no time left"
+fi
+
 echo | tee -a "$LOG"
 say "==================== kvq GPU summary ===================="
 if [[ -f "$BUILD/summary.txt" ]]; then
