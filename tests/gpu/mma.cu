@@ -1,6 +1,7 @@
 // tests/gpu/mma.cu — the recorded tensor-core inner products (tests/data/tensor-core-vectors)
 // through this GPU's real mma instruction, compared line by line with the kvq::mma preset
-// of this GPU and, for the files recorded on this GPU generation, with the recorded d.
+// of this GPU and, for the files recorded on this GPU generation, with the recorded d;
+// also runs the kvq::mma model itself on the device (KVQ_HD code) against the host model.
 //
 // Standalone program (own main, plain CUDA runtime, no zlib): tests/gpu/run.sh
 // decompresses the vectors into a folder and runs
@@ -49,7 +50,17 @@ struct line_in {
   std::uint8_t a[32];
   std::uint8_t b[32];
   float c;
+  int k;          // elements in the line
+  float fa[32];   // the same operands as floats, for the device-side model
+  float fb[32];
 };
+
+// The kvq::mma model itself on the device (KVQ_HD code): must equal the host model.
+__global__ void model_lines(const line_in* in, float* out, int n, kvq::mma::block_fma_params p,
+                            kvq::mma::input_format f) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = kvq::mma::dot(p, f, in[i].fa, in[i].fb, in[i].k, in[i].c);
+}
 
 __device__ inline std::uint32_t pack_u16(const std::uint8_t* p, int i) {  // elements i, i+1 (2-byte)
   std::uint32_t lo = p[2 * i] | (p[2 * i + 1] << 8), hi = p[2 * i + 2] | (p[2 * i + 3] << 8);
@@ -242,7 +253,10 @@ int main(int argc, char** argv) {
       std::istringstream sa(A[std::size_t(i)]), sb(B[std::size_t(i)]);
       for (std::string w; sa >> w;) av.push_back(f_of(std::uint32_t(std::stoul(w, nullptr, 16))));
       for (std::string w; sb >> w;) bv.push_back(f_of(std::uint32_t(std::stoul(w, nullptr, 16))));
-      for (std::size_t j = 0; j < av.size(); ++j) {
+      lines[std::size_t(i)].k = int(av.size());
+      for (std::size_t j = 0; j < av.size() && j < 32; ++j) {
+        lines[std::size_t(i)].fa[j] = av[j];
+        lines[std::size_t(i)].fb[j] = bv[j];
         encode_operand(av[j], s.in, lines[std::size_t(i)].a, int(j));
         encode_operand(bv[j], s.in, lines[std::size_t(i)].b, int(j));
       }
@@ -264,8 +278,16 @@ int main(int argc, char** argv) {
       case k_e5m2_f32: launch<k_e5m2_f32>(d_in, d_out, n); break;
     }
     KVQ_MMA_CHECK(cudaGetLastError());
-    std::vector<float> hw(static_cast<std::size_t>(n));
+    std::vector<float> hw(static_cast<std::size_t>(n)), dev_model(static_cast<std::size_t>(n));
     KVQ_MMA_CHECK(cudaMemcpy(hw.data(), d_out, sizeof(float) * std::size_t(n), cudaMemcpyDeviceToHost));
+    model_lines<<<(n + 127) / 128, 128>>>(d_in, d_out, n, p.params, s.in);
+    KVQ_MMA_CHECK(cudaGetLastError());
+    KVQ_MMA_CHECK(cudaMemcpy(dev_model.data(), d_out, sizeof(float) * std::size_t(n), cudaMemcpyDeviceToHost));
+    int dev_vs_host = 0;
+    for (int i = 0; i < n; ++i) dev_vs_host += u_of(dev_model[std::size_t(i)]) != u_of(model[std::size_t(i)]);
+    if (dev_vs_host != 0) ++failures;
+    std::printf("[%s] mma model on the device vs the host, %s %s->%s lines of %s: %d/%d differ\n",
+                dev_vs_host == 0 ? "PASS" : "FAIL", kvq::mma::name(here), s.fmt, s.out, s.gpu, dev_vs_host, n);
     cudaFree(d_in);
     cudaFree(d_out);
     int vs_model = 0, vs_record = 0, first = -1;
