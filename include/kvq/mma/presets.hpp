@@ -22,18 +22,20 @@
 //                                                                            recorded
 //   sm_90 e4m3, e5m2 → fp32: k = 32, 13-bit window, result truncated to 13 fraction
 //     bits. The hardware run (wgmma) used c = 0, so how a nonzero c enters is not
-//     recorded; the preset aligns c with the products (as the paper's model does and as
-//     the FP8 accumulation discussions of FlashAttention-3 / DeepGEMM, which promote the
-//     accumulator every few wgmma calls because it keeps ~13 fraction bits, imply).
+//     recorded; the preset aligns c with the products, as the paper's model does. That
+//     the accumulator itself keeps only ~14 significant bits is independent evidence:
+//     the DeepSeek-V3 report (arXiv 2412.19437, §3.3.2) measures about 14 bits of FP8
+//     accumulation precision on H800, which is why DeepGEMM and FlashAttention-3
+//     promote the wgmma accumulator to fp32 registers every few instructions.
 //                                                                            inferred
 //   sm_100 (B200) bf16, fp16: as sm_90.                                       recorded
 //   sm_100 e4m3, e5m2 → fp32: k = 32, the products aligned in a 25-bit window, c added
 //     after the product sum, one rounding to nearest even. The paper's B200 model (c
-//     aligned with the products, toward zero) fails a third of the recorded lines; with
-//     c aligned and nearest even ~7% still fail; a late c reproduces every E4M3 line
+//     aligned with the products, toward zero) fails a third of the first 300 recorded
+//     lines; with c aligned and nearest even ~7% of them still fail; a late c reproduces every E4M3 line
 //     and 4999 of 5000 E5M2 lines (line 3935 is rounded toward zero by the hardware,
 //     0.81 ulp from the exact sum, which no nearest-even rule explains; a 16+16 split
-//     rounded toward zero explains that line but fails ~30% of the others). The grouping
+//     rounded toward zero explains that line but fails 45% of the first 300 lines). The grouping
 //     and the c entry are therefore inferred; a B200 run with c = 0 and with products
 //     whose exponents straddle the two 16-element halves would settle it.     inferred
 #pragma once
