@@ -103,6 +103,10 @@ double oracle_block(const block_fma_params& p, input_format in, const std::vecto
   for (std::size_t i = 0; i < a.size(); ++i) add_truncated(exact(a[i]) * exact(b[i]));
   if (c_aligned) add_truncated(exact(c));
   if (p.c_mode == c_entry::late) sum += exact(c);
+  if (p.c_mode == c_entry::separate) {
+    const double s = round_rational(sum, p.result_frac_bits, fo.min_exp, false);
+    sum = exact(static_cast<float>(s)) + exact(c);
+  }
   return round_rational(sum, p.result_frac_bits, fo.min_exp, p.rounding == final_rounding::nearest_even);
 }
 

@@ -214,6 +214,7 @@ KVQ_HD inline float block_fma(const block_fma_params& p, input_format in, const 
   const output_format_info fo = info(p.out);
   const decoded dc = decode(c, fo.mantissa_bits, fo.min_exp);
   const bool c_in_alignment = p.c_mode == c_entry::aligned && !dc.zero;
+  const bool c_after = p.c_mode != c_entry::aligned;
 
   // Maximum exponent of the aligned terms.
   bool any = false;
@@ -237,7 +238,7 @@ KVQ_HD inline float block_fma(const block_fma_params& p, input_format in, const 
     const bool neg = dc.neg && (n == 0 || all_products_neg_zero);
     return float_of(neg ? 0x80000000u : 0u);
   }
-  if (!any && !c_in_alignment) emax = p.min_align_exp;  // only a late c: products are zero
+  if (!any && c_after) emax = p.min_align_exp;  // c enters later and the products are zero
   if (emax < p.min_align_exp) emax = p.min_align_exp;
   const int q = emax - p.frac_bits;
 
@@ -256,6 +257,15 @@ KVQ_HD inline float block_fma(const block_fma_params& p, input_format in, const 
     acc += dc.neg ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
   }
   fixed sum{acc < 0, acc < 0 ? static_cast<std::uint64_t>(-acc) : static_cast<std::uint64_t>(acc), q};
+  if (p.c_mode == c_entry::separate) {
+    if (!any) return dc.zero ? float_of(0u) : c;  // no product: d = c + 0
+    const float s = round_to_output(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, final_rounding::toward_zero);
+    const decoded ds = decode(s, fo.mantissa_bits, fo.min_exp);
+    if (ds.zero && dc.zero) return float_of(0u);
+    sum = add_fixed(fixed{ds.neg, ds.zero ? 0 : ds.sig, ds.lsb_exp}, fixed{dc.neg, dc.zero ? 0 : dc.sig, dc.lsb_exp});
+    if (sum.mag == 0) return float_of(0u);
+    return round_to_output(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+  }
   if (p.c_mode == c_entry::late && !dc.zero) sum = add_fixed(sum, fixed{dc.neg, dc.sig, dc.lsb_exp});
   return round_to_output(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
 }

@@ -28,8 +28,11 @@ enum class final_rounding { toward_zero, nearest_even };
 enum class c_entry {
   aligned,  // c is one more term of the alignment: it takes part in the maximum exponent
             // and is truncated to the window like a product
-  late      // products are aligned and summed first; c is added exactly afterwards and
+  late,     // products are aligned and summed first; c is added exactly afterwards and
             // the result rounded once
+  separate  // the product sum is rounded toward zero to `result_frac_bits`, then c is
+            // added by one IEEE addition rounded by `rounding` (a product tree feeding an
+            // fp32 accumulator adder)
 };
 
 // How much of a preset the recorded hardware data decide.

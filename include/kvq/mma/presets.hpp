@@ -5,7 +5,7 @@
 // NVIDIA Tensor Cores", arXiv 2512.07004; data in tests/data/tensor-core-vectors/, 5000
 // lines per GPU and format) and their MATLAB models (models/A100TC.m, L40STC.m/AdaTC.m,
 // H100TC.m, B200TC.m). Every preset below reproduces every recorded line of its file bit
-// for bit, except sm_100 E5M2 (4999 of 5000, see below); tests/mma/replay.cpp checks it.
+// for bit; tests/mma/test_replay.cpp checks it.
 //
 //   sm_80 (A100) bf16, fp16 → fp32: k = 8, 24-bit window (neab 1), toward zero.
 //     Recorded with K = 8 and c ≠ 0.                                          recorded
@@ -29,15 +29,16 @@
 //     promote the wgmma accumulator to fp32 registers every few instructions.
 //                                                                            inferred
 //   sm_100 (B200) bf16, fp16: as sm_90.                                       recorded
-//   sm_100 e4m3, e5m2 → fp32: k = 32, the products aligned in a 25-bit window, c added
-//     after the product sum, one rounding to nearest even. The paper's B200 model (c
-//     aligned with the products, toward zero) fails a third of the first 300 recorded
-//     lines; with c aligned and nearest even ~7% of them still fail; a late c reproduces every E4M3 line
-//     and 4999 of 5000 E5M2 lines (line 3935 is rounded toward zero by the hardware,
-//     0.81 ulp from the exact sum, which no nearest-even rule explains; a 16+16 split
-//     rounded toward zero explains that line but fails 45% of the first 300 lines). The grouping
-//     and the c entry are therefore inferred; a B200 run with c = 0 and with products
-//     whose exponents straddle the two 16-element halves would settle it.     inferred
+//   sm_100 e4m3, e5m2 → fp32: k = 32 products aligned in a 25-bit window and summed,
+//     the sum rounded toward zero to fp32, then c added by an fp32 addition rounded to
+//     nearest even. Reproduces all 10000 recorded lines. The alternatives fail: the
+//     paper's B200 model (c aligned with the products, toward zero) a third of the first
+//     300 lines, c aligned with nearest even ~7% of them, one nearest-even rounding of
+//     products + c (c added late, or any window >= 30 bits) 1 line (E5M2 line 3935, which
+//     lies 0.81 ulp from the exact sum and was rounded toward zero: the product sum was
+//     truncated before c was added). Inferred: the window width (any width from 25 to 60
+//     bits fits the data) and the 32-product grouping; a B200 run with products whose
+//     exponents differ by more than 25 would settle the width.                inferred
 #pragma once
 
 #include <kvq/config.hpp>
@@ -76,7 +77,7 @@ KVQ_HD constexpr bool find_preset(arch a, input_format in, output_format out, pr
       if (fp8 && a == arch::sm_90) {
         p = {{32, 13, -133, c_entry::aligned, rz, output_format::fp32, 13}, exactness::inferred};
       } else if (fp8) {
-        p = {{32, 25, -133, c_entry::late, rne, output_format::fp32, 23}, exactness::inferred};
+        p = {{32, 25, -133, c_entry::separate, rne, output_format::fp32, 23}, exactness::inferred};
       } else if (half_out) {
         p = {{16, 25, -21, c_entry::aligned, rne, output_format::fp16, 10}, exactness::recorded};
       } else {
