@@ -34,10 +34,10 @@
 //     nearest even. Reproduces all 10000 recorded lines. The alternatives fail: the
 //     paper's B200 model (c aligned with the products, toward zero) a third of the first
 //     300 lines, c aligned with nearest even ~7% of them, one nearest-even rounding of
-//     products + c (c added late, or any window >= 30 bits) 1 line (E5M2 line 3935, which
-//     lies 0.81 ulp from the exact sum and was rounded toward zero: the product sum was
-//     truncated before c was added). Inferred: the window width (any width from 25 to 60
-//     bits fits the data) and the 32-product grouping; a B200 run with products whose
+//     products + c (c added late to a 25-bit product window, or exact accumulation)
+//     1 line (E5M2 line 3935, which lies 0.81 ulp from the exact sum and was rounded
+//     toward zero: the product sum was truncated before c was added). Inferred: the
+//     window width (25 and 60 bits both fit the data) and the 32-product grouping; a B200 run with products whose
 //     exponents differ by more than 25 would settle the width.                inferred
 #pragma once
 
