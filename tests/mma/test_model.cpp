@@ -330,3 +330,37 @@ TEST_CASE("the host API names what is wrong with its arguments", "[mma][api]") {
   CHECK(dot(arch::sm_90, input_format::e4m3, output_format::fp32, std::vector<float>{448.0f, -0.001953125f},
             std::vector<float>{1.0f, 1.0f}, 0.0f) == 448.0f);  // 2^-9 is below the 13-bit window of 448 = 1.75 x 2^8
 }
+
+TEST_CASE("representable accepts exactly the values of each input format", "[mma][api]") {
+  // Oracle: every code of the format decoded from its bit fields; midpoints between
+  // neighbouring values and the next value above the largest are not values.
+  struct fmt {
+    input_format f;
+    int ebits, mbits, bias;
+    bool e4m3;
+  };
+  for (const fmt& F : {fmt{input_format::e4m3, 4, 3, 7, true}, fmt{input_format::e5m2, 5, 2, 15, false},
+                       fmt{input_format::fp16, 5, 10, 15, false}}) {
+    std::vector<double> vals;
+    for (int e = 0; e < (1 << F.ebits); ++e)
+      for (int m = 0; m < (1 << F.mbits); ++m) {
+        if (!F.e4m3 && e == (1 << F.ebits) - 1) continue;                          // Inf / NaN
+        if (F.e4m3 && e == (1 << F.ebits) - 1 && m == (1 << F.mbits) - 1) continue;  // NaN
+        const double v = e == 0 ? std::ldexp(m, 1 - F.bias - F.mbits)
+                                : std::ldexp((1 << F.mbits) + m, e - F.bias - F.mbits);
+        vals.push_back(v);
+      }
+    std::sort(vals.begin(), vals.end());
+    for (std::size_t i = 0; i < vals.size(); ++i) {
+      INFO(name(F.f) << " value " << vals[i]);
+      REQUIRE(representable(static_cast<float>(vals[i]), F.f));
+      REQUIRE(representable(static_cast<float>(-vals[i]), F.f));
+      if (i + 1 < vals.size()) REQUIRE_FALSE(representable(static_cast<float>((vals[i] + vals[i + 1]) / 2), F.f));
+    }
+    const double ulp_top = vals.back() - vals[vals.size() - 2];
+    CHECK_FALSE(representable(static_cast<float>(vals.back() + ulp_top), F.f));
+    CHECK(representable(std::numeric_limits<float>::infinity(), F.f) == !F.e4m3);
+  }
+  CHECK(representable(0x1p-133f, input_format::bf16));         // bf16 subnormal
+  CHECK_FALSE(representable(0x1.01p-133f, input_format::bf16));
+}

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -65,23 +66,27 @@ inline preset_info get_preset(arch a, input_format in, output_format out) {
 
 // True when x (finite, NaN or Inf) is a value of the format; NaN/Inf count as values of
 // formats that have them (E4M3 has NaN but no Inf).
-inline bool representable(float x, int mantissa_bits, int min_exp, int max_exp, bool has_inf) {
+// max_sig: the largest significand at max_exp (E4M3 stops at 1.75 x 2^8 = 448, its
+// all-ones code being NaN).
+inline bool representable(float x, int mantissa_bits, int min_exp, int max_exp, std::uint64_t max_sig,
+                          bool has_inf) {
   if (std::isnan(x)) return true;
   if (std::isinf(x)) return has_inf;
   if (x == 0.0f) return true;
   const detail::decoded d = detail::decode(x, mantissa_bits, min_exp);
-  if (d.exp > max_exp) return false;
-  if (max_exp == 8 && mantissa_bits == 3 && d.exp == 8 && d.sig > 14) return false;  // E4M3 max 448
+  if (d.exp > max_exp || (d.exp == max_exp && d.sig > max_sig)) return false;
   return std::ldexp(static_cast<double>(d.sig), d.lsb_exp) == std::fabs(static_cast<double>(x));
 }
 
 inline bool representable(float x, input_format f) {
   const input_format_info i = info(f);
-  return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, f != input_format::e4m3);
+  const std::uint64_t all_ones = (std::uint64_t{2} << i.mantissa_bits) - 1;
+  if (f == input_format::e4m3) return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones - 1, false);
+  return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, true);
 }
 inline bool representable(float x, output_format f) {
   const output_format_info i = info(f);
-  return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, true);
+  return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, (std::uint64_t{2} << i.mantissa_bits) - 1, true);
 }
 
 // d = a · b + c through the preset's block sequence. Throws std::invalid_argument when

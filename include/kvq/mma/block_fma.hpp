@@ -135,7 +135,7 @@ KVQ_HD inline float round_to_output(bool neg, std::uint64_t mag, int lsb, int fr
     const int s = q - lsb;
     keep = s >= 64 ? 0 : (mag >> s);
     if (r == final_rounding::nearest_even) {
-      const bool half = s <= 64 && ((s == 64 ? 0 : (mag >> (s - 1))) & 1u) != 0;
+      const bool half = s - 1 < 64 && ((mag >> (s - 1)) & 1u) != 0;
       const bool sticky = s - 1 >= 64 ? mag != 0 : (mag & ((std::uint64_t{1} << (s - 1)) - 1)) != 0;
       if (half && (sticky || (keep & 1u) != 0)) ++keep;
     }

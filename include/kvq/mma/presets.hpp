@@ -37,8 +37,9 @@
 //     products + c (c added late to a 25-bit product window, or exact accumulation)
 //     1 line (E5M2 line 3935, which lies 0.81 ulp from the exact sum and was rounded
 //     toward zero: the product sum was truncated before c was added). Inferred: the
-//     window width (25 and 60 bits both fit the data) and the 32-product grouping; a B200 run with products whose
-//     exponents differ by more than 25 would settle the width.                inferred
+//     window width (25 and 60 bits both fit the data) and the 32-product grouping; a
+//     B200 run with products whose exponents differ by more than 25 would settle the
+//     width.                                                                  inferred
 #pragma once
 
 #include <kvq/config.hpp>
