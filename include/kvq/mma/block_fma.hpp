@@ -6,7 +6,10 @@
 // every term is aligned to the largest exponent E of the block and truncated toward zero
 // to a multiple of 2^(E - frac_bits); the aligned terms are added exactly; the sum is
 // normalised and rounded once to `result_frac_bits` fraction bits (toward zero or to
-// nearest even), with subnormal results in the output format's range.
+// nearest even), with subnormal results in the output format's range. Where c enters
+// is a parameter (c_entry): as one more aligned term, exactly after the product sum, or
+// by a separate IEEE addition after the product sum has been truncated (the Blackwell
+// FP8 path, see presets.hpp).
 //
 // Special values (IEEE-style propagation, as the paper's model and PTX ISA §9.7.14 for
 // mma describe; the recorded data hold no NaN/Inf, so this part is not checked against
