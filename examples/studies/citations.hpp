@@ -25,7 +25,7 @@
 // emulated: fp32 scores and softmax on the dequantized keys (storage_query's order).
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "lab.hpp"
 #include "schemes.hpp"
 #include "stats.hpp"
@@ -308,24 +308,23 @@ inline study_def definition() {
     r.tables.push_back(t);
     r.tables.push_back(v);
 
-    r.setup.set("head_dim", static_cast<long long>(hd));
-    r.setup.set("seeds_per_context", static_cast<long long>(seeds));
-    r.setup.set("queries_per_context", static_cast<long long>(nq));
-    r.setup.set("seed_of_context", "seed * 1000003 + i, i = 0 .. seeds-1 (the same seeds for every context length)");
-    r.setup.set("topk", static_cast<long long>(k));
-    r.setup.set("span_tokens", static_cast<long long>(span));
-    r.setup.set("margin_range", json(std::vector<double>{mlo, mhi}));
-    r.setup.set("scenario",
-                "kvq::inject::build_scenario: N(0,1) Q/K/V; 4 key channel outliers (offset +-m, pre-RoPE); RoPE base "
+    r.setup["head_dim"] = (static_cast<long long>(hd));
+    r.setup["seeds_per_context"] = (static_cast<long long>(seeds));
+    r.setup["queries_per_context"] = (static_cast<long long>(nq));
+    r.setup["seed_of_context"] = ("seed * 1000003 + i, i = 0 .. seeds-1 (the same seeds for every context length)");
+    r.setup["topk"] = (static_cast<long long>(k));
+    r.setup["span_tokens"] = (static_cast<long long>(span));
+    r.setup["margin_range"] = (json(std::vector<double>{mlo, mhi}));
+    r.setup["scenario"] = ("kvq::inject::build_scenario: N(0,1) Q/K/V; 4 key channel outliers (offset +-m, pre-RoPE); RoPE base "
                 "1e4; massive activation 100 x median|K| on token 0 (2 channels, queries neutralized); token 0 is a "
                 "sink with logit gap sink-delta; one citation span per query at a random offset in its own slot, "
                 "margin uniform in margin_range over the background maximum");
-    r.setup.set("outlier_magnitude", outl);
-    r.setup.set("sink_delta", sink_delta);
-    r.setup.set("reference", "double scores and softmax on the original keys");
-    r.setup.set("emulated", "fp32 scores (softmax_scale = fp32(d^-0.5)) and softmax on the dequantized keys");
-    r.setup.set("threshold_pp", 0.2);
-    r.setup.set("threshold_applies_to", "contexts > 32768 tokens");
+    r.setup["outlier_magnitude"] = (outl);
+    r.setup["sink_delta"] = (sink_delta);
+    r.setup["reference"] = ("double scores and softmax on the original keys");
+    r.setup["emulated"] = ("fp32 scores (softmax_scale = fp32(d^-0.5)) and softmax on the dequantized keys");
+    r.setup["threshold_pp"] = (0.2);
+    r.setup["threshold_applies_to"] = ("contexts > 32768 tokens");
 
     for (const auto& row : v.rows) {
       char b[256];

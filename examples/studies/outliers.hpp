@@ -22,7 +22,7 @@
 // elements, and over those sharing a scale with an outlier channel.
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "lab.hpp"
 #include "schemes.hpp"
 
@@ -257,19 +257,18 @@ inline study_def definition() {
     r.tables.push_back(t);
 
     // Setup record.
-    r.setup.set("head_dim", static_cast<long long>(hd));
-    r.setup.set("heads", 1);
-    r.setup.set("queries_per_cell", static_cast<long long>(nq));
-    r.setup.set("outlier_channels", json(channels));
-    r.setup.set("outlier_model",
-                "K[:, c] += +m/-m (alternating per channel) on every token, gain 1, no RoPE; queries zero on the "
+    r.setup["head_dim"] = (static_cast<long long>(hd));
+    r.setup["heads"] = (1);
+    r.setup["queries_per_cell"] = (static_cast<long long>(nq));
+    r.setup["outlier_channels"] = (json(channels));
+    r.setup["outlier_model"] = ("K[:, c] += +m/-m (alternating per channel) on every token, gain 1, no RoPE; queries zero on the "
                 "outlier channels, so exact logits do not depend on m");
-    r.setup.set("q_k_v", "independent N(0,1) (kvq::inject::generate_qkv at the longest context; shorter contexts are its prefixes; the same base tensors for every magnitude)");
-    r.setup.set("reference", "double attention on the original float K/V");
-    r.setup.set("emulated", "fp32 attention on dequantized K/V (storage-only)");
+    r.setup["q_k_v"] = ("independent N(0,1) (kvq::inject::generate_qkv at the longest context; shorter contexts are its prefixes; the same base tensors for every magnitude)");
+    r.setup["reference"] = ("double attention on the original float K/V");
+    r.setup["emulated"] = ("fp32 attention on dequantized K/V (storage-only)");
     json sj = json::object();
-    for (const auto& name : schemes) sj.set(name, find_scheme(name).description);
-    r.setup.set("schemes", sj);
+    for (const auto& name : schemes) sj[name] = (find_scheme(name).description);
+    r.setup["schemes"] = (sj);
 
     // Findings from the numbers.
     const std::size_t cidx_tau = column_index(t, "weighted_tau");

@@ -21,7 +21,7 @@
 #pragma once
 
 #include "citations.hpp"
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "lab.hpp"
 #include "stats.hpp"
 
@@ -293,18 +293,17 @@ inline study_def definition() {
     }
     r.tables.push_back(t);
 
-    r.setup.set("head_dim", static_cast<long long>(hd));
-    r.setup.set("layers_heads", "1 layer, 1 KV head");
-    r.setup.set("queries_per_context", static_cast<long long>(nq));
-    r.setup.set("scenario",
-                "as the citations study: N(0,1) Q/K/V, 4 key channel outliers (offset +-m, pre-RoPE), RoPE base 1e4, "
+    r.setup["head_dim"] = (static_cast<long long>(hd));
+    r.setup["layers_heads"] = ("1 layer, 1 KV head");
+    r.setup["queries_per_context"] = (static_cast<long long>(nq));
+    r.setup["scenario"] = ("as the citations study: N(0,1) Q/K/V, 4 key channel outliers (offset +-m, pre-RoPE), RoPE base 1e4, "
                 "massive activation + sink at token 0, one citation span per query, margin uniform in [-0.5, 1.5] "
                 "over the background max; seed * 1000003");
-    r.setup.set("cache", "kvq::kv::layer_cache, prefill appended in one chunk, tensor values calibrated from it and "
+    r.setup["cache"] = ("kvq::kv::layer_cache, prefill appended in one chunk, tensor values calibrated from it and "
                          "frozen (per layer), high precision = bf16");
-    r.setup.set("memory", "cache.report().total(): codes, scales, zero points, bf16 rows, tensor values");
-    r.setup.set("reference", "double attention on the original K/V");
-    r.setup.set("emulated", "fp32 attention on the cache's dequantized K/V");
+    r.setup["memory"] = ("cache.report().total(): codes, scales, zero points, bf16 rows, tensor values");
+    r.setup["reference"] = ("double attention on the original K/V");
+    r.setup["emulated"] = ("fp32 attention on the cache's dequantized K/V");
 
     // Findings: the frontier at the largest context.
     const long long nmax = *std::max_element(ctxs.begin(), ctxs.end());

@@ -1,7 +1,7 @@
 // studies/registry.hpp — every study the kvq command knows, in the order of `kvq study --help`.
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "outliers.hpp"
 #include "sinks.hpp"
 #include "citations.hpp"

@@ -13,7 +13,7 @@
 // share is measured in the stored (rotated) basis.
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "lab.hpp"
 #include "outliers.hpp"
 #include "schemes.hpp"
@@ -181,13 +181,13 @@ inline study_def definition() {
           for (std::size_t ci = 0; ci < NC; ++ci) t.rows.push_back(rows[ci * NM + mi][si * 2 + rot]);
     r.tables.push_back(t);
 
-    r.setup.set("head_dim", static_cast<long long>(hd));
-    r.setup.set("queries_per_cell", static_cast<long long>(nq));
-    r.setup.set("outlier_channels", json(channels));
-    r.setup.set("data", "as the outliers study: N(0,1) Q/K/V, offsets +-m on the outlier channels, queries zero there");
-    r.setup.set("rotation", "kvq::attention::hadamard_rotate (normalised Walsh-Hadamard) on K, V and q rows before the "
+    r.setup["head_dim"] = (static_cast<long long>(hd));
+    r.setup["queries_per_cell"] = (static_cast<long long>(nq));
+    r.setup["outlier_channels"] = (json(channels));
+    r.setup["data"] = ("as the outliers study: N(0,1) Q/K/V, offsets +-m on the outlier channels, queries zero there");
+    r.setup["rotation"] = ("kvq::attention::hadamard_rotate (normalised Walsh-Hadamard) on K, V and q rows before the "
                             "scheme; output rotated back");
-    r.setup.set("reference", "double attention on the original K/V");
+    r.setup["reference"] = ("double attention on the original K/V");
 
     const double mmax = *std::max_element(mags.begin(), mags.end());
     const long long nbig = *std::max_element(ctxs.begin(), ctxs.end());

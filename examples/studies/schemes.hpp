@@ -5,7 +5,7 @@
 // Every round trip, description and bits-per-value rule comes from the registry.
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 
 #include <kvq/kv/registry.hpp>
 

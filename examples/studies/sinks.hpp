@@ -19,7 +19,7 @@
 //   rows enter the kernel unquantized while P is still cast to FP8.
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "lab.hpp"
 #include "schemes.hpp"
 
@@ -310,17 +310,15 @@ inline study_def definition() {
             }
     r.tables.push_back(t);
 
-    r.setup.set("head_dim", static_cast<long long>(hd));
-    r.setup.set("queries_per_cell", static_cast<long long>(nq));
-    r.setup.set("scenario",
-                "kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations on the sink keys "
+    r.setup["head_dim"] = (static_cast<long long>(hd));
+    r.setup["queries_per_cell"] = (static_cast<long long>(nq));
+    r.setup["scenario"] = ("kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations on the sink keys "
                 "(2 channels, factor x median|K|, queries neutralized there), sinks with logit gap Delta");
-    r.setup.set("massive_factor", massive);
-    r.setup.set("reference", "double attention on the original K/V");
-    r.setup.set("storage_paths", "K/V through the scheme, fp32 math (kvq::attention::storage_attention)");
-    r.setup.set("fa3_paths",
-                "kvq::attention::fa3_fp8_attention: e4m3 Q/K/V (descale 1), P x S cast to e4m3, 128-token KV blocks");
-    r.setup.set("keep_sinks", "sink K/V in bf16; storage schemes quantize tokens s..n-1 only");
+    r.setup["massive_factor"] = (massive);
+    r.setup["reference"] = ("double attention on the original K/V");
+    r.setup["storage_paths"] = ("K/V through the scheme, fp32 math (kvq::attention::storage_attention)");
+    r.setup["fa3_paths"] = ("kvq::attention::fa3_fp8_attention: e4m3 Q/K/V (descale 1), P x S cast to e4m3, 128-token KV blocks");
+    r.setup["keep_sinks"] = ("sink K/V in bf16; storage schemes quantize tokens s..n-1 only");
 
     // Findings.
     const std::size_t c_under = column_index(t, "nonsink_underflow"), c_w = column_index(t, "weighted_tau");

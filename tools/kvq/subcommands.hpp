@@ -1,7 +1,7 @@
 // The small kvq subcommands: formats, memory, verify.
 #pragma once
 
-#include "studies/harness.hpp"
+#include <kvq/study.hpp>
 
 #include <kvq/format.hpp>
 #include <kvq/format/info.hpp>

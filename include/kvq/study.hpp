@@ -1,0 +1,15 @@
+// kvq/study.hpp — the study engine: grid parameters with checked overrides, the
+// deterministic task runner, result tables, CSV/JSON output written as one unit,
+// progress, and the command line every study takes. CMake target kvq::study (needs
+// nlohmann-json and CLI11 besides the core library's Eigen).
+#pragma once
+
+#include <kvq/study/error.hpp>
+#include <kvq/study/json.hpp>
+#include <kvq/study/params.hpp>
+#include <kvq/study/table.hpp>
+#include <kvq/study/progress.hpp>
+#include <kvq/study/runner.hpp>
+#include <kvq/study/study.hpp>
+#include <kvq/study/output.hpp>
+#include <kvq/study/cli.hpp>

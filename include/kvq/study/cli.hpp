@@ -1,0 +1,230 @@
+// kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
+// standalone study program take it (parsed with CLI11):
+//
+//   [--quick] [--out DIR] [--threads N] [--seed S] [--GRIDPARAM v1,v2,...] [--help]
+//
+// Bad input raises usage_error (one line naming the problem and the allowed values)
+// before anything is created or written; the caller prints it and exits with status 2.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <kvq/config.hpp>
+#include <kvq/study/error.hpp>
+#include <kvq/study/output.hpp>
+#include <kvq/study/params.hpp>
+#include <kvq/study/progress.hpp>
+#include <kvq/study/runner.hpp>
+#include <kvq/study/study.hpp>
+#include <kvq/study/table.hpp>
+
+namespace kvq::study {
+
+inline const char* param_kind_text(param_kind k) {
+  switch (k) {
+    case param_kind::int_list: return "integers";
+    case param_kind::real_list: return "numbers";
+    case param_kind::name_list: return "names";
+    case param_kind::integer: return "integer";
+    case param_kind::real: return "number";
+  }
+  return "";
+}
+
+/// The options every study takes, for help texts.
+inline const char* common_options_help() {
+  return "  --quick        small grid (seconds); the defaults are the full grid\n"
+         "  --out DIR      also write DIR/<study>.csv (+ extra tables) and DIR/<study>.json\n"
+         "                 (configuration, grid, seed, library version, timing); the files of a\n"
+         "                 run appear together and only complete\n"
+         "  --threads N    worker threads (default: all hardware threads); results are\n"
+         "                 bit-identical for any N\n"
+         "  --seed S       seed of the synthetic data (default 1)\n";
+}
+
+/// `kvq study <name> --help`: grid options with defaults and allowed values, and every
+/// output column.
+inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
+  std::string s = "usage: " + program + " " + d.name + " [--quick] [--out DIR] [--threads N] [--seed S] [grid options]\n\n" +
+                  d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
+  for (const auto& p : d.params) {
+    s += "  --" + p.name + " (" + param_kind_text(p.kind) + ")  " + p.help + "\n";
+    s += "      default: " + p.full_default;
+    if (!p.quick_default.empty() && p.quick_default != p.full_default) s += "   --quick: " + p.quick_default;
+    s += "\n";
+    if (!p.allowed.empty()) s += "      allowed: " + join(p.allowed) + "\n";
+  }
+  s += "\noutput:\n";
+  for (const auto& t : d.outputs) {
+    s += "  " + d.name + (t.name.empty() ? "" : "_" + t.name) + ".csv — " + t.title + "\n";
+    for (const auto& c : t.columns) {
+      char line[600];
+      std::snprintf(line, sizeof line, "      %-22s %s\n", c.name.c_str(), c.help.c_str());
+      s += line;
+    }
+  }
+  s += "  " + d.name + ".json — grid, setup, seed, library version, timing, findings\n";
+  s += "\ncommon options:\n";
+  s += common_options_help();
+  return s;
+}
+
+/// The parsed command line of one run.
+struct run_request {
+  bool help = false;
+  bool quick = false;
+  std::string out;  ///< empty: no files
+  unsigned threads = default_threads();
+  std::uint64_t seed = 1;
+  std::vector<std::pair<std::string, std::string>> overrides;  ///< grid options, in order
+};
+
+inline unsigned parse_threads(const std::string& v) {
+  long long t = 0;
+  if (!parse_int(v, t) || t < 1 || t > 4096)
+    throw usage_error("--threads: '" + v + "' is not a valid thread count (allowed: 1 to 4096)");
+  return static_cast<unsigned>(t);
+}
+
+/// A seed: decimal digits only (no sign, no spaces), at most 2^64 - 1.
+inline std::uint64_t parse_seed(const std::string& v) {
+  const std::string bad = "--seed: '" + v + "' is not a valid seed (allowed: 0 to 18446744073709551615)";
+  if (v.empty() || v.size() > 20) throw usage_error(bad);
+  std::uint64_t s = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') throw usage_error(bad);
+    const std::uint64_t d = static_cast<std::uint64_t>(c - '0');
+    if (s > (UINT64_MAX - d) / 10) throw usage_error(bad);
+    s = s * 10 + d;
+  }
+  return s;
+}
+
+/// Parses a study's arguments (everything after the study name) with CLI11.
+inline run_request parse_run_request(const study_def& def, const std::vector<std::string>& args) {
+  run_request req;
+  CLI::App app{def.summary, def.name};
+  app.set_help_flag();  // help is ours (study_help), CLI11's would list no grid meaning
+  app.allow_extras();
+  bool help = false, quick = false;
+  std::string out, threads, seed;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--quick", quick);
+  CLI::Option* o_out = app.add_option("--out", out);
+  CLI::Option* o_threads = app.add_option("--threads", threads);
+  CLI::Option* o_seed = app.add_option("--seed", seed);
+  std::map<std::string, std::vector<std::string>> grid;
+  std::vector<std::pair<std::string, CLI::Option*>> grid_opts;
+  for (const auto& p : def.params) {
+    CLI::Option* o = app.add_option("--" + p.name, grid[p.name]);
+    o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    o->expected(1);
+    grid_opts.emplace_back(p.name, o);
+  }
+  for (CLI::Option* o : {o_out, o_threads, o_seed}) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    throw usage_error("study " + def.name + ": " + what + " (see kvq study " + def.name + " --help)");
+  }
+  for (const std::string& extra : app.remaining()) {
+    if (extra.rfind("--", 0) == 0) {
+      std::vector<std::string> names;
+      for (const auto& p : def.params) names.push_back("--" + p.name);
+      const std::string key = extra.substr(0, extra.find('='));
+      throw usage_error("study " + def.name + ": unknown option '" + key + "' (grid options: " + join(names) + ")");
+    }
+    throw usage_error("study " + def.name + ": unexpected argument '" + extra + "' (options start with --; see kvq study " +
+                      def.name + " --help)");
+  }
+  req.help = help;
+  req.quick = quick;
+  if (o_out->count()) {
+    if (out.empty()) throw usage_error("--out: empty directory name");
+    req.out = out;
+  }
+  if (o_threads->count()) req.threads = parse_threads(threads);
+  if (o_seed->count()) req.seed = parse_seed(seed);
+  for (const auto& g : grid_opts)
+    if (g.second->count()) req.overrides.emplace_back(g.first, grid[g.first].back());
+  return req;
+}
+
+/// Runs a study from its command line: resolves the grid, checks --out, runs, prints the
+/// tables and findings, and writes the files. Returns the exit status (0); bad input
+/// throws usage_error before anything is written.
+inline int run_from_command_line(const study_def& def, const std::vector<std::string>& args,
+                                 const std::string& command_line, const std::string& program = "kvq study") {
+  const run_request req = parse_run_request(def, args);
+  if (req.help) {
+    std::fputs(study_help(def, program).c_str(), stdout);
+    return 0;
+  }
+  const config cfg = resolve(def, req.quick, req.seed, req.overrides);
+  if (!req.out.empty()) check_out_dir(req.out);
+
+  std::printf("kvq %s — study %s (seed %llu, %s grid, %u thread%s)\n", KVQ_VERSION_STRING, def.name.c_str(),
+              static_cast<unsigned long long>(req.seed), req.quick ? "quick" : "full", req.threads,
+              req.threads == 1 ? "" : "s");
+  std::printf("grid: %s\n", cfg.describe().c_str());
+  std::fflush(stdout);
+
+  progress prog(def.name, progress::stderr_is_terminal());
+  context ctx{cfg, req.threads, &prog};
+  run_info info;
+  info.command = command_line;
+  info.seed = req.seed;
+  info.quick = req.quick;
+  info.threads = req.threads;
+  info.started_utc = utc_now();
+  const auto t0 = std::chrono::steady_clock::now();
+  const result r = def.run(ctx);
+  info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  prog.finish();
+
+  std::printf("setup: %s\n", dump_json(r.setup, -1).c_str());
+  for (const auto& t : r.tables)
+    if (t.terminal) print_table(t, stdout);
+  if (!r.findings.empty()) {
+    std::printf("\nfindings:\n");
+    for (const auto& f : r.findings) std::printf("  * %s\n", f.c_str());
+  }
+  std::printf("\ntime: %.2f s\n", info.wall_seconds);
+
+  if (!req.out.empty()) {
+    const file_set files = run_files(def, cfg, r, info, req.out);
+    write_files_atomic(files);
+    std::printf("wrote:");
+    for (const auto& f : files) std::printf(" %s", f.first.c_str());
+    std::printf("\n");
+  }
+  return 0;
+}
+
+/// main() of a standalone study program: the same options as `kvq study <name>`; bad
+/// input prints one line on stderr and returns 2, other failures return 1.
+inline int run_standalone(const study_def& def, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command_line = argc > 0 ? argv[0] : def.name;
+  for (const auto& a : args) command_line += " " + a;
+  try {
+    return run_from_command_line(def, args, command_line);
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "%s: %s\n", argc > 0 ? argv[0] : def.name.c_str(), e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: error: %s\n", argc > 0 ? argv[0] : def.name.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace kvq::study

@@ -1,0 +1,58 @@
+// kvq/study/study.hpp — what a study is: its name, summary, description, declared
+// grid parameters, stated output tables, an extra grid check and the run; and what a run
+// gets (the resolved grid, threads, progress) and returns (tables, findings, setup).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <kvq/study/json.hpp>
+#include <kvq/study/params.hpp>
+#include <kvq/study/progress.hpp>
+#include <kvq/study/table.hpp>
+
+namespace kvq::study {
+
+// What a study gets to run: the resolved grid and the execution resources.
+struct context {
+  const config& cfg;
+  unsigned threads;
+  progress* prog;
+};
+
+// A study: name, one-line summary, longer description, declared parameters, an
+// extra grid check (may throw usage_error), and the run.
+struct study_def {
+  std::string name;
+  std::string summary;
+  std::string description;
+  std::vector<param> params;
+  std::vector<table> outputs;  // the tables it writes (columns only): the stated CSV schema
+  std::function<void(const config&)> validate;
+  std::function<result(const context&)> run;
+};
+
+// Resolve defaults (+ --quick) and overrides into a config; throws usage_error.
+inline config resolve(const study_def& s, bool quick, std::uint64_t seed,
+                      const std::vector<std::pair<std::string, std::string>>& overrides) {
+  config c;
+  c.seed = seed;
+  c.quick = quick;
+  for (const auto& p : s.params)
+    c.assign(p, quick && !p.quick_default.empty() ? p.quick_default : p.full_default);
+  for (const auto& o : overrides) {
+    auto it = std::find_if(s.params.begin(), s.params.end(), [&](const param& p) { return p.name == o.first; });
+    if (it == s.params.end()) {
+      std::vector<std::string> names;
+      for (const auto& p : s.params) names.push_back("--" + p.name);
+      throw usage_error("study " + s.name + ": unknown option '--" + o.first + "' (grid options: " +
+                        join(names) + ")");
+    }
+    c.assign(*it, o.second);
+  }
+  if (s.validate) s.validate(c);
+  return c;
+}
+
+}  // namespace kvq::study
