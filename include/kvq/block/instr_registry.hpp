@@ -1,0 +1,332 @@
+// kvq/block/instr_registry.hpp — named hardware instruction models, and the policy
+// types through which recipes use them.
+//
+// Every (instruction, GPU architecture) pair kvq models has a name,
+//     rcp_approx_ftz_f32_<arch>   ex2_approx_ftz_f32_<arch>
+//     ex2_approx_f16x2_<arch>     div_full_f32_<arch>          arch: sm89, sm90, sm100
+// and an entry in one process-wide registry: kvq::instr::find(name). An entry starts
+// *uncaptured*: it evaluates the documented fallback of kvq/block/instr_models.hpp
+// (the correctly rounded result with the instruction's special cases), and
+// recipe_verified<S>() is false for every recipe that uses it. Registering a captured
+// table (register_table / load_table_file; tables are written by
+// tests/gpu/instr_capture.cu, see docs/instr.md) makes the entry captured; its state
+// says whether the capture program's exhaustive check of the model against the
+// hardware found no mismatch (metadata "mismatches=0").
+//
+// Policy types for recipes (the three-function concept of kvq/block/instr.hpp):
+//     instr::gpu_approx<instr::sm90>   rcp = rcp.approx.ftz.f32, div = div.full.f32,
+//                                      mad = fused (nvcc's default --fmad=true)
+//     instr::exp2_gpu_approx<instr::sm90>   functor for FA3's softmax exp2
+//                                      (ex2.approx.ftz.f32, exp2f under fast math)
+// On the host they evaluate the named model (its table once registered); compiled
+// for the device they *are* the instruction (inline PTX), so a GPU run of a recipe
+// with such a policy compares the model with the hardware. Recipe defaults are
+// unchanged (IEEE models) until a table is committed.
+#pragma once
+
+#include <atomic>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <kvq/block/instr_models.hpp>
+#include <kvq/block/instr_table.hpp>
+#include <kvq/block/scheme.hpp>
+#include <kvq/config.hpp>
+
+namespace kvq {
+namespace instr {
+
+/// GPU architecture tags.
+struct sm89 {
+  static constexpr int index = 0;
+  static constexpr const char* suffix = "sm89";
+};
+struct sm90 {
+  static constexpr int index = 1;
+  static constexpr const char* suffix = "sm90";
+};
+struct sm100 {
+  static constexpr int index = 2;
+  static constexpr const char* suffix = "sm100";
+};
+inline constexpr int n_arches = 3;
+inline constexpr const char* arch_suffixes[n_arches] = {"sm89", "sm90", "sm100"};
+inline constexpr int n_instructions = 4;
+inline constexpr instruction instructions[n_instructions] = {
+    instruction::rcp_approx_ftz_f32, instruction::ex2_approx_ftz_f32, instruction::ex2_approx_f16x2,
+    instruction::div_full_f32};
+inline constexpr const char* instruction_stems[n_instructions] = {"rcp_approx_ftz_f32", "ex2_approx_ftz_f32",
+                                                                  "ex2_approx_f16x2", "div_full_f32"};
+
+/// How much of a model is established.
+enum class model_state {
+  uncaptured,  ///< no table: documented fallback (correctly rounded), unverified
+  captured,    ///< a captured table; the capture's exhaustive check reported mismatches (see its metadata)
+  verified,    ///< a captured table, and the model matched the hardware on every input checked
+  inferred     ///< div.full.f32: documented algorithm over a captured rcp table
+};
+
+inline const char* to_string(model_state s) {
+  switch (s) {
+    case model_state::uncaptured: return "uncaptured";
+    case model_state::captured: return "captured";
+    case model_state::verified: return "verified";
+    case model_state::inferred: return "inferred";
+  }
+  return "?";
+}
+
+/// One registry entry.
+class named_model {
+ public:
+  named_model(std::string name, instruction ins, int arch) : name_(std::move(name)), ins_(ins), arch_(arch) {}
+  named_model(const named_model&) = delete;
+  named_model& operator=(const named_model&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  instruction ins() const noexcept { return ins_; }
+  const char* arch() const noexcept { return arch_suffixes[arch_]; }
+  /// The table the model evaluates with (for div.full.f32: the rcp table of its arch);
+  /// nullptr while uncaptured.
+  const table_view* table() const noexcept { return view_.load(std::memory_order_acquire); }
+  /// The table's metadata (empty while uncaptured).
+  const instr_table* table_data() const noexcept { return data_.load(std::memory_order_acquire); }
+  model_state state() const noexcept {
+    const instr_table* d = table_data();
+    if (d == nullptr) return model_state::uncaptured;
+    if (ins_ == instruction::div_full_f32) return model_state::inferred;
+    return d->get("mismatches") == "0" ? model_state::verified : model_state::captured;
+  }
+  bool captured() const noexcept { return table() != nullptr; }
+
+  /// Evaluation (host). f32 instructions take and return floats; ex2.approx.f16x2
+  /// takes two f16 lanes in a u32 (eval_bits).
+  float operator()(float a) const noexcept {
+    return ins_ == instruction::ex2_approx_ftz_f32 ? ex2_approx_ftz(a, table()) : rcp_approx_ftz(a, table());
+  }
+  float operator()(float a, float b) const noexcept { return div_full(a, b, table()); }
+  std::uint32_t eval_bits(std::uint32_t x) const noexcept {
+    switch (ins_) {
+      case instruction::rcp_approx_ftz_f32: return detail::u32(rcp_approx_ftz(detail::f32(x), table()));
+      case instruction::ex2_approx_ftz_f32: return detail::u32(ex2_approx_ftz(detail::f32(x), table()));
+      case instruction::ex2_approx_f16x2: return ex2_approx_f16x2(x, table());
+      case instruction::div_full_f32: break;
+    }
+    return 0;
+  }
+
+ private:
+  friend struct registry_access;
+  std::string name_;
+  instruction ins_;
+  int arch_;
+  std::atomic<const table_view*> view_{nullptr};
+  std::atomic<const instr_table*> data_{nullptr};
+};
+
+struct registry_access;
+
+namespace detail {
+struct registry_store {
+  std::vector<std::unique_ptr<named_model>> models;  // [instruction][arch]
+  std::mutex mu;
+  // Tables ever registered stay alive: a view handed out earlier must never dangle.
+  std::vector<std::unique_ptr<instr_table>> tables;
+  std::vector<std::unique_ptr<table_view>> views;
+  registry_store() {
+    for (int i = 0; i < n_instructions; ++i)
+      for (int a = 0; a < n_arches; ++a)
+        models.push_back(std::make_unique<named_model>(std::string(instruction_stems[i]) + "_" + arch_suffixes[a],
+                                                       instructions[i], a));
+  }
+};
+inline registry_store& store() {
+  static registry_store s;
+  return s;
+}
+inline int instruction_index(instruction ins) {
+  for (int i = 0; i < n_instructions; ++i)
+    if (instructions[i] == ins) return i;
+  return 0;
+}
+[[noreturn]] inline void registry_fail(const std::string& what) {
+  throw std::invalid_argument("kvq::instr registry: " + what);
+}
+}  // namespace detail
+
+/// The entry of (instruction, arch index).
+inline named_model& model_of(instruction ins, int arch) {
+  return *detail::store().models[static_cast<std::size_t>(detail::instruction_index(ins) * n_arches + arch)];
+}
+
+/// The entry named `name`, or nullptr.
+inline const named_model* find_if(const std::string& name) {
+  for (const auto& m : detail::store().models)
+    if (m->name() == name) return m.get();
+  return nullptr;
+}
+
+/// The entry named `name`; throws std::invalid_argument for an unknown name.
+inline const named_model& find(const std::string& name) {
+  if (const named_model* m = find_if(name)) return *m;
+  std::string known;
+  for (const auto& m : detail::store().models) known += (known.empty() ? "" : ", ") + m->name();
+  detail::registry_fail("unknown instruction model '" + name + "' (known: " + known + ")");
+}
+
+inline std::vector<std::string> model_names() {
+  std::vector<std::string> v;
+  for (const auto& m : detail::store().models) v.push_back(m->name());
+  return v;
+}
+
+struct registry_access {
+  static void install(named_model& m, const instr_table* t, const table_view* v) {
+    m.data_.store(t, std::memory_order_release);
+    m.view_.store(v, std::memory_order_release);
+  }
+};
+
+/// Registers a captured table under the model its metadata names ("model" key).
+/// The table must be of that model's instruction and size. A div.full.f32 model
+/// needs no table of its own: it follows the rcp.approx.ftz.f32 table of its arch.
+inline const named_model& register_table(instr_table t) {
+  const std::string name = t.get("model");
+  named_model* m = const_cast<named_model*>(find_if(name));
+  if (m == nullptr) detail::registry_fail("table names unknown model '" + name + "'");
+  if (m->ins() == instruction::div_full_f32) detail::registry_fail("div.full.f32 has no table (it uses the rcp one)");
+  if (t.get("instruction") != to_string(m->ins()))
+    detail::registry_fail("table of instruction '" + t.get("instruction") + "' given for model '" + name + "'");
+  if (t.get("arch") != m->arch())
+    detail::registry_fail("table of arch '" + t.get("arch") + "' given for model '" + name + "'");
+  if (t.count != table_size(m->ins()))
+    detail::registry_fail("table for '" + name + "' has " + std::to_string(t.count) + " entries, expected " +
+                          std::to_string(table_size(m->ins())));
+  auto& s = detail::store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.tables.push_back(std::make_unique<instr_table>(std::move(t)));
+  s.views.push_back(std::make_unique<table_view>(s.tables.back()->view()));
+  const instr_table* td = s.tables.back().get();
+  const table_view* tv = s.views.back().get();
+  registry_access::install(*m, td, tv);
+  if (m->ins() == instruction::rcp_approx_ftz_f32) {
+    for (int a = 0; a < n_arches; ++a)
+      if (std::string(arch_suffixes[a]) == m->arch()) registry_access::install(model_of(instruction::div_full_f32, a), td, tv);
+  }
+  return *m;
+}
+
+/// Reads a table file and registers it.
+inline const named_model& load_table_file(const std::string& path) { return register_table(read_table_file(path)); }
+
+/// Returns the model to its uncaptured state (the table memory stays alive).
+inline void unregister_table(const std::string& name) {
+  named_model* m = const_cast<named_model*>(&find(name));
+  auto& s = detail::store();
+  std::lock_guard<std::mutex> lock(s.mu);
+  registry_access::install(*m, nullptr, nullptr);
+  if (m->ins() == instruction::rcp_approx_ftz_f32) {
+    for (int a = 0; a < n_arches; ++a)
+      if (std::string(arch_suffixes[a]) == m->arch())
+        registry_access::install(model_of(instruction::div_full_f32, a), nullptr, nullptr);
+  }
+}
+
+/// Builds the table of `ins` from the hardware's results on its table inputs
+/// (hw[k] = bits of the instruction's result for table_input_bits(ins, k); for
+/// ex2.approx.f16x2 the low lane). Used by the capture program.
+inline instr_table table_from_results(instruction ins, const std::uint32_t* hw, std::uint32_t count,
+                                      std::vector<std::pair<std::string, std::string>> meta) {
+  if (table_size(ins) == 0 || count != table_size(ins))
+    detail::registry_fail(std::string("wrong number of results for ") + to_string(ins));
+  std::vector<std::int32_t> c(count);
+  for (std::uint32_t k = 0; k < count; ++k) {
+    if (ins == instruction::ex2_approx_f16x2 && hw[k] > 0xffffu) detail::registry_fail("f16 result wider than 16 bits");
+    const std::int64_t d = static_cast<std::int64_t>(hw[k]) - static_cast<std::int64_t>(table_reference_bits(ins, k));
+    if (d < INT32_MIN || d > INT32_MAX) detail::registry_fail("correction out of the int32 range");
+    c[k] = static_cast<std::int32_t>(d);
+  }
+  instr_table t = make_table(c.data(), count, std::move(meta));
+  t.set("instruction", to_string(ins));
+  return t;
+}
+
+// ---- policy types ------------------------------------------------------------------
+
+/// Instruction model of a kernel built by nvcc with default flags on Arch:
+/// rcp.approx.ftz.f32 reciprocals, div.full.f32 divisions (Triton's fp32 `/`), fused
+/// multiply-adds.
+template <class Arch>
+struct gpu_approx {
+  using arch = Arch;
+  static constexpr const char* name = "gpu_approx";
+  KVQ_HD static float rcp(float a) noexcept {
+#if KVQ_DEVICE_PASS
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(a));
+    return r;
+#else
+    return rcp_approx_ftz(a, model_of(instruction::rcp_approx_ftz_f32, Arch::index).table());
+#endif
+  }
+  KVQ_HD static float div(float a, float b) noexcept {
+#if KVQ_DEVICE_PASS
+    float r;
+    asm("div.full.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return div_full(a, b, model_of(instruction::rcp_approx_ftz_f32, Arch::index).table());
+#endif
+  }
+  KVQ_HD static float mad(float a, float b, float c) noexcept { return ::fmaf(a, b, c); }
+  /// Host: true when the models this policy uses are captured (div: inferred over a captured rcp).
+  static bool verified() { return model_of(instruction::rcp_approx_ftz_f32, Arch::index).captured(); }
+};
+
+/// exp2 functor for FA3's softmax (kvq::attention::fa3_fp8_attention<F, Exp2>):
+/// ex2.approx.ftz.f32 on Arch.
+template <class Arch>
+struct exp2_gpu_approx {
+  KVQ_HD float operator()(float x) const noexcept {
+#if KVQ_DEVICE_PASS
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#else
+    return ex2_approx_ftz(x, model_of(instruction::ex2_approx_ftz_f32, Arch::index).table());
+#endif
+  }
+  static bool verified() { return model_of(instruction::ex2_approx_ftz_f32, Arch::index).captured(); }
+};
+
+namespace detail {
+template <class I, class = void>
+struct has_verified : std::false_type {};
+template <class I>
+struct has_verified<I, std::void_t<decltype(I::verified())>> : std::true_type {};
+}  // namespace detail
+
+/// Whether an instruction model (policy or functor type) is backed by captured tables.
+/// IEEE models are exact only for recipes whose reference uses IEEE operations.
+template <class I>
+bool model_verified() {
+  if constexpr (detail::has_verified<I>::value) return I::verified();
+  else return false;
+}
+
+/// Whether a recipe's results are those of its reference kernel: IEEE-only recipes
+/// always; recipes that need an instruction model only with a captured one.
+template <class S>
+bool recipe_verified() {
+  if constexpr (S::exact == block::exactness::bit_exact) return true;
+  else return model_verified<typename S::instruction_model>();
+}
+
+}  // namespace instr
+}  // namespace kvq
