@@ -8,6 +8,8 @@
 # Steps (each timed):
 #   1. tests/gpu/sweep.cu and tests/gpu/nvfp4.cu -> PTX for each target (device code
 #      only), then ptxas -> cubin (validates the PTX); grep for the expected cvt forms.
+#   1b. tests/gpu/instr_capture.cu -> PTX + ptxas for each target; grep for the
+#      approximate instructions it captures; an object for sm_90 (host side).
 #   2. tests/gpu/main.cu -> object for sm_90 (the host side of the driver); tests/gpu/mma.cu
 #      -> PTX for sm_89 and sm_90 (the tensor-core mma.sync forms must be present).
 #   3. with --full: the Thrust CUDA test units (thrust_*.cu) -> objects for sm_90
@@ -87,6 +89,17 @@ for arch in sm_89 sm_90 sm_100a; do
     expect "$nv" absent cvt.rn.satfinite.e2m1x2.f32
   fi
 done
+# 1b. the instruction capture program: device code for each target, and the inline PTX
+#     of the four approximate instructions it captures must be there as written.
+INSTR=(rcp.approx.ftz.f32 ex2.approx.ftz.f32 ex2.approx.f16x2 div.full.f32)
+for arch in sm_89 sm_90 sm_100a; do
+  ptx=$WORK/instr_capture.$arch.ptx
+  if step "instr_capture.cu -> $arch ptx" "$NVCC" "${FLAGS[@]}" -arch="$arch" -ptx "$SRC/tests/gpu/instr_capture.cu" -o "$ptx"; then
+    step "instr_capture.$arch ptxas" "$PTXAS" -arch="$arch" "$ptx" -o "$WORK/instr_capture.$arch.cubin" || true
+    expect "$ptx" present "${INSTR[@]}"
+  fi
+done
+step "instr_capture.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -arch=sm_90 -c "$SRC/tests/gpu/instr_capture.cu" -o "$WORK/instr_capture.o" || true
 step "main.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -arch=sm_90 -c "$SRC/tests/gpu/main.cu" -o "$WORK/main.o" || true
 # Tensor-core inner products (tests/gpu/mma.cu): the mma.sync forms the replay uses.
 for arch in sm_89 sm_90; do

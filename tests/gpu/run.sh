@@ -23,6 +23,10 @@
 #           serial emulator on the CPU
 #   mma     the recorded tensor-core inner products (tests/data/tensor-core-vectors) through
 #           this GPU's mma.sync (tests/gpu/mma.cu, built separately) vs the kvq::mma preset
+#   instr   (separate program, tests/gpu/instr_capture.cu) captures the approximate
+#           instructions rcp.approx.ftz.f32, ex2.approx.ftz.f32, ex2.approx.f16x2 into
+#           kvq instruction tables, checks the models on every input, samples
+#           div.full.f32; tables under $OUT/instr (docs/instr.md)
 # Verdicts: PASS, FAIL, HWDIFF (the GPU differs from CUDA's host functions only for NaN
 # inputs / NaN payloads: recorded as a finding, not a failure), SKIP.
 #
@@ -137,7 +141,11 @@ else
 fi
 
 # ---- run ---------------------------------------------------------------------------------
-RUN_LIMIT=$(( $(left) - 5 ))
+# The instruction capture step below keeps INSTR_RESERVE seconds for itself.
+INSTR_CAPTURE=${KVQ_INSTR_CAPTURE:-1}
+INSTR_RESERVE=0
+((INSTR_CAPTURE)) && INSTR_RESERVE=${KVQ_INSTR_RESERVE:-60}
+RUN_LIMIT=$(( $(left) - 5 - INSTR_RESERVE ))
 ((RUN_LIMIT > 20)) || die "no time left to run the checks"
 ARGS=(--budget $((RUN_LIMIT - 10)) --host-budget $(( (RUN_LIMIT - 10) / 5 )) --summary "$BUILD/summary.txt")
 ((QUICK)) && ARGS+=(--quick)
@@ -169,6 +177,33 @@ if [[ "$MMA_ARCH" =~ ^sm_(80|89|90|100)$ ]] && command -v gzip >/dev/null && (( 
   fi
 else
   say "[SKIP] mma: no preset for $ARCH, no gzip, or no time left"
+fi
+# ---- instruction capture (tests/gpu/instr_capture.cu) -----------------------------------
+# Tables of rcp.approx.ftz.f32, ex2.approx.ftz.f32, ex2.approx.f16x2 and a div.full.f32
+# report, written to $OUT/instr (or $BUILD/instr); how to commit them: docs/instr.md.
+# KVQ_INSTR_CAPTURE=0 skips this step.
+if ((INSTR_CAPTURE)); then
+  INSTR_DIR=${OUT:+$OUT/instr}
+  INSTR_DIR=${INSTR_DIR:-$BUILD/instr}
+  mkdir -p "$INSTR_DIR"
+  say "instr capture: build and run (limit $(( $(left) - 5 ))s), tables to $INSTR_DIR"
+  if timeout $(( $(left) - 20 )) "$NVCC" "${FLAGS[@]}" "$ROOT/tests/gpu/instr_capture.cu" -o "$BUILD/kvq_instr_capture" -lgomp \
+       >"$BUILD/instr_capture.build.log" 2>&1; then
+    QFLAG=()
+    ((QUICK)) && QFLAG=(--quick)
+    timeout --signal=TERM --kill-after=5 $(( $(left) - 5 )) "$BUILD/kvq_instr_capture" --out "$INSTR_DIR" \
+      --driver "$(echo "$GPU_LINE" | awk -F', ' '{print $3}')" "${QFLAG[@]}" 2>&1 | tee -a "$LOG"
+    irc=${PIPESTATUS[0]}
+  else
+    tail -30 "$BUILD/instr_capture.build.log" | tee -a "$LOG"
+    irc=2
+  fi
+  if ((irc == 77)); then
+    say "instr capture: SKIP (no usable CUDA device)"
+  elif ((irc != 0)); then
+    say "instr capture: FAILED (exit status $irc)"
+    ((rc == 0)) && rc=1
+  fi
 fi
 
 echo | tee -a "$LOG"
