@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -452,6 +453,22 @@ TEST_CASE("instr registry: names, uncaptured fallback, registration", "[instr]")
   CHECK_FALSE(recipe_verified<kvq::block::nvfp4_vllm<gpu_approx<sm100>>>());
   unregister_table("rcp_approx_ftz_f32_sm90");
   CHECK_FALSE(m.captured());
+  // a directory of committed tables
+  const std::filesystem::path dir = std::filesystem::path("kvq_test_instr_dir");
+  std::filesystem::create_directories(dir);
+  write_table_file((dir / "rcp_approx_ftz_f32_sm90.kvqinstr").string(), t);
+  instr_table t16 = make_table(std::vector<std::int32_t>(1u << 16, 0).data(), 1u << 16, meta_for("ex2_approx_f16x2_sm100", "sm100"));
+  t16.set("instruction", "ex2.approx.f16x2");
+  write_table_file((dir / "ex2_approx_f16x2_sm100.kvqinstr").string(), t16);
+  write_table_file((dir / "ignored.bin").string(), t16);
+  CHECK(load_table_directory(dir.string()) == 2);
+  CHECK(find("ex2_approx_f16x2_sm100").captured());
+  CHECK(find("ex2_approx_f16x2_sm100").state() == model_state::captured);  // no "mismatches=0"
+  CHECK(m.captured());
+  unregister_table("ex2_approx_f16x2_sm100");
+  unregister_table("rcp_approx_ftz_f32_sm90");
+  std::filesystem::remove_all(dir);
+  CHECK_THROWS_AS(load_table_directory("kvq_test_no_such_dir"), std::invalid_argument);
   CHECK(find("div_full_f32_sm90").state() == model_state::uncaptured);
   CHECK(fbits(gpu_approx<sm90>::rcp(x5)) == fbits(1.0f / x5));
 }

@@ -16,9 +16,13 @@
 //     float rcp(float a);              // the kernel's reciprocal instruction
 //     float div(float a, float b);     // the kernel's fp32 division
 //     float mad(float a, float b, float c);   // a*b + c as the kernel's compiler emits it
-// The models available today are IEEE ones. A hardware model (a per-mantissa
-// correction table captured exhaustively on a GPU) can be dropped in later as
-// another policy type with the same three functions, without touching the recipes.
+// The models here are IEEE ones, and they stay the recipes' defaults. The hardware
+// models are kvq::instr::gpu_approx<Arch> (rcp.approx.ftz.f32, div.full.f32, fused
+// mad) and, for FA3's softmax exp2, kvq::instr::exp2_gpu_approx<Arch>
+// (ex2.approx.ftz.f32), in kvq/block/instr_registry.hpp: named, table-driven models
+// (kvq/block/instr_models.hpp, table format kvq/block/instr_table.hpp) that evaluate
+// the documented fallback until a table captured on a GPU is registered, and report
+// that through kvq::instr::recipe_verified<S>(). See docs/instr.md.
 // Recipes whose reference uses only IEEE operations ignore the model.
 #pragma once
 

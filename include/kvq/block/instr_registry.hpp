@@ -24,8 +24,10 @@
 // unchanged (IEEE models) until a table is committed.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -224,6 +226,20 @@ inline const named_model& register_table(instr_table t) {
 
 /// Reads a table file and registers it.
 inline const named_model& load_table_file(const std::string& path) { return register_table(read_table_file(path)); }
+
+/// Registers every "*.kvqinstr" file of a directory (in name order), e.g. the committed
+/// tables of data/instr/. Returns how many were registered; throws
+/// std::invalid_argument if the directory cannot be read or a file is malformed.
+inline std::size_t load_table_directory(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".kvqinstr") files.push_back(it->path().string());
+  if (ec) detail::registry_fail("cannot read the table directory '" + dir + "': " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) load_table_file(f);
+  return files.size();
+}
 
 /// Returns the model to its uncaptured state (the table memory stays alive).
 inline void unregister_table(const std::string& name) {
