@@ -15,8 +15,9 @@
 //   per_token_head<E, Instr>    vLLM fp8/int8_per_token_head (Triton)      needs instruction model
 //   kivi_group<Bits, Compute>   KIVI INT8/INT4/INT2 asymmetric groups      bit-exact
 // "needs instruction model": exact once a hardware model of rcp.approx.ftz.f32 / Triton's
-// fp32 division replaces instr::ieee (see block/instr.hpp); until then the results are
-// those of IEEE-correct operations.
+// fp32 division replaces instr::ieee (see block/instr.hpp: instr::gpu_approx<Arch> in
+// block/instr_registry.hpp, docs/instr.md); until then the results are those of
+// IEEE-correct operations.
 #pragma once
 
 #include <kvq/config.hpp>

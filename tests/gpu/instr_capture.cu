@@ -157,6 +157,18 @@ __global__ void verify_div(table_view rcp_t, int mode, std::uint64_t n, float a_
 
 __global__ void div_one(float a, float b, std::uint32_t* out) { out[0] = fb(hw_div(a, b)); }
 
+/// The recipe policies compiled for the device are the instructions themselves.
+__global__ void policy_on_device(std::uint32_t n, mismatch_log* log) {
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float x = bf(0x3c000000u + i * 977u), y = bf(0x3f000000u + i * 131u);
+  using P = kvq::instr::gpu_approx<kvq::instr::sm90>;
+  const kvq::instr::exp2_gpu_approx<kvq::instr::sm90> e2;
+  if (fb(P::rcp(x)) != fb(hw_rcp(x))) record(log, 0, fb(x), 0, fb(hw_rcp(x)), fb(P::rcp(x)));
+  if (fb(P::div(y, x)) != fb(hw_div(y, x))) record(log, 1, fb(y), fb(x), fb(hw_div(y, x)), fb(P::div(y, x)));
+  if (fb(e2(y)) != fb(hw_ex2(y))) record(log, 2, fb(y), 0, fb(hw_ex2(y)), fb(e2(y)));
+}
+
 // ---- host helpers ----------------------------------------------------------------------
 struct device_table {
   std::uint8_t* codes = nullptr;
@@ -368,6 +380,12 @@ int main(int argc, char** argv) {
                  hex32(r).c_str(), hex32(model).c_str());
     std::printf("  div.full.f32: 4.6875/0.9375 = %s (model %s); fixed-a sweeps: %llu mismatches\n", hex32(r).c_str(),
                 hex32(model).c_str(), sum);
+  }
+  {
+    log_buffer lb;
+    policy_on_device<<<256, 256>>>(1u << 16, lb.d);
+    KVQ_CUDA_CHECK(cudaGetLastError());
+    report_log(rep, "\ninstr::gpu_approx / exp2_gpu_approx on the device vs the instructions", lb.get(), false);
   }
   cudaFree(d_out);
   std::fclose(rep);
