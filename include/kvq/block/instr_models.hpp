@@ -38,7 +38,8 @@
 //   (kvq::math::exp2 in double, then rounded to f16). The captured model is the
 //   hardware by construction (for one lane; lane independence is checked on the GPU).
 //
-// div.full.f32 (PTX ISA, "div": "div.full.f32 implements a relatively fast,
+// div.full.f32 (what Triton emits, as inline PTX, for an fp32 `/` without IEEE
+// rounding: Triton's NVIDIA backend, FDiv lowering; PTX ISA, "div": "div.full.f32 implements a relatively fast,
 // full-range approximation that scales operands to achieve better accuracy";
 // max 2 ulp). Not reducible to a table. Model (inferred from that statement and
 // from CUDA's __fdividef, which differs from div.full exactly for 2^126 < |b| <
