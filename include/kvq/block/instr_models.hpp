@@ -33,7 +33,9 @@
 //   part of the model, and the capture program counts, per input binade, where it
 //   disagrees with the hardware.
 //
-// ex2.approx.f16x2 (PTX ISA: two independent f16 lanes; subnormals supported).
+// ex2.approx.f16x2 (PTX ISA: 2^x on each f16 half of the register). The table
+// covers every input, so its subnormal and special-value handling is captured, not
+// assumed.
 //   Table: all 2^16 inputs of one lane; reference = 2^x rounded to nearest f16
 //   (kvq::math::exp2 in double, then rounded to f16). The captured model is the
 //   hardware by construction (for one lane; lane independence is checked on the GPU).
@@ -41,10 +43,11 @@
 // div.full.f32 (what Triton emits, as inline PTX, for an fp32 `/` without IEEE
 // rounding: Triton's NVIDIA backend, FDiv lowering; PTX ISA, "div": "div.full.f32 implements a relatively fast,
 // full-range approximation that scales operands to achieve better accuracy";
-// max 2 ulp). Not reducible to a table. Model (inferred from that statement and
-// from CUDA's __fdividef, which differs from div.full exactly for 2^126 < |b| <
-// 2^128, where it returns 0): if 2^126 < |b| < 2^128, a and b are first multiplied
-// by 1/4; then a * rcp.approx.ftz(b), the product rounded to nearest. This
+// max 2 ulp). Not reducible to a table. Model, inferred from that statement and
+// from CUDA's __fdividef (div.approx.f32), documented to return 0 for 2^126 < |b| <
+// 2^128 (the range where 1/b is subnormal and rcp flushes it), taking "full-range" to
+// mean that range is rescued by scaling: if 2^126 < |b| < 2^128, a and b are first
+// multiplied by 1/4; then a * rcp.approx.ftz(b), the product rounded to nearest. This
 // reproduces the reported result 4.6875 / 0.9375 = 0x40a00001 (5 + 1 ulp) when
 // rcp(0.9375) is the correctly rounded 0x3f888889; the capture program measures
 // how far it holds.
