@@ -264,14 +264,16 @@ TEST_CASE("ex2.approx.ftz.f32 model reproduces a synthetic table on every expone
   std::remove(path.c_str());
   const table_view v = t.view();
 
-  // Oracle of the fixed-point hypothesis, in double: n = rint(x 2^23) (ties to even),
-  // 2^x = hw[n mod 2^23] * 2^(floor(n / 2^23) - 1).
+  // Oracle of the fixed-point hypothesis, in double: n = rint(x 2^23) (ties to even;
+  // or trunc / floor for the other variants), 2^x = hw[n mod 2^23] * 2^(floor(n / 2^23) - 1).
+  int variant = 0;
   auto want = [&](float x) -> float {
     if (std::isnan(x)) return ffrom(gpu_nan_f32);
     if (x >= 128.0f) return std::numeric_limits<float>::infinity();
     if (x <= -128.0f) return 0.0f;
     const double xd = std::fpclassify(x) == FP_SUBNORMAL ? 0.0 : static_cast<double>(x);
-    const double n = std::nearbyint(std::ldexp(xd, 23));
+    const double xs = std::ldexp(xd, 23);
+    const double n = variant == 0 ? std::nearbyint(xs) : variant == 1 ? std::trunc(xs) : std::floor(xs);
     const double i = std::floor(std::ldexp(n, -23));
     const auto k = static_cast<std::uint32_t>(n - std::ldexp(i, 23));
     return scale_ftz(static_cast<double>(ffrom(hw[k])), static_cast<int>(i) - 1);
@@ -301,6 +303,34 @@ TEST_CASE("ex2.approx.ftz.f32 model reproduces a synthetic table on every expone
   CHECK(ex2_fixed_point(ffrom(0x33800000u)) == 0);
   CHECK(ex2_fixed_point(ffrom(0x34400000u)) == 2);
   CHECK(ex2_fixed_point(-1.5f) == -(3 << 22));
+  // the other fixed-point variants, recorded in the table's metadata
+  for (const char* fp : {"rz", "rd"}) {
+    instr_table tv = t;
+    tv.set("fixed_point", fp);
+    const instr_table back = parse(serialize(tv));
+    const table_view vb = back.view();
+    CHECK(vb.variant == (std::string(fp) == "rz" ? 1u : 2u));
+    variant = static_cast<int>(vb.variant);
+    std::uint32_t badv = 0;
+    for (std::uint32_t E = 0; E < 256; ++E)
+      for (std::uint32_t s = 0; s < 2; ++s)
+        for (std::uint32_t k = 0; k < N23; k += 8191) {
+          const float x = ffrom((s << 31) | (E << 23) | k);
+          const float got = ex2_approx_ftz(x, &vb), w = want(x);
+          badv += std::isnan(w) ? !std::isnan(got) : fbits(got) != fbits(w);
+        }
+    CHECK(badv == 0);
+    // tiny negative inputs tell the variants apart: floor gives n = -1
+    CHECK(fbits(ex2_approx_ftz(-1e-30f, &vb)) == fbits(want(-1e-30f)));
+  }
+  variant = 0;
+  CHECK(ex2_fixed_point(-1e-30f, fixed_point_rounding::toward_neg_inf) == -1);
+  CHECK(ex2_fixed_point(-1e-30f, fixed_point_rounding::toward_zero) == 0);
+  CHECK(ex2_fixed_point(ffrom(0xb4400000u), fixed_point_rounding::toward_zero) == -1);   // -3 * 2^-24
+  CHECK(ex2_fixed_point(ffrom(0xb4400000u), fixed_point_rounding::toward_neg_inf) == -2);
+  instr_table bad_fp = t;
+  bad_fp.set("fixed_point", "up");
+  CHECK_THROWS_AS(parse(serialize(bad_fp)), std::invalid_argument);
   CHECK(ex2_approx_ftz(0.0f, &v) == 1.0f);
   CHECK(ex2_approx_ftz(ffrom(0x80000001u), &v) == 1.0f);  // subnormal input: 0
   CHECK(fbits(ex2_approx_ftz(-std::numeric_limits<float>::infinity(), &v)) == 0u);

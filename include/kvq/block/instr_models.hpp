@@ -29,9 +29,11 @@
 //   kvq::math::exp2(1 + k 2^-23) in [2, 4) (correctly rounded but for inputs
 //   within ~2^-30 ulp of a rounding boundary, see kvq/attention/math.hpp), scaled by
 //   2^(i-1). Inputs with |a| >= 1 lie on the 2^-23 grid exactly; for |a| < 1 the
-//   rounding of a * 2^23 (here: to nearest, ties to even) is the least certain
-//   part of the model, and the capture program counts, per input binade, where it
-//   disagrees with the hardware.
+//   rounding of a * 2^23 is the least certain part of the model. It is a variant of
+//   the model (fixed_point_rounding: to nearest even by default, toward zero, toward
+//   -inf) stored with the table (metadata fixed_point); the capture program tries
+//   all three on every |a| < 1, records the best, and counts per input binade where
+//   the model still disagrees with the hardware.
 //
 // ex2.approx.f16x2 (PTX ISA: 2^x on each f16 half of the register). The table
 // covers every input, so its subnormal and special-value handling is captured, not
@@ -153,9 +155,12 @@ KVQ_HD inline std::uint32_t ex2_reference_bits(std::uint32_t k) noexcept {
   return detail::u32(math::exp2(ex2_table_input(k)));
 }
 
-/// a * 2^23 rounded to the nearest integer, ties to even, for |a| < 2^8 (the fixed
-/// point of the model); subnormal a count as 0 (.ftz).
-KVQ_HD inline std::int64_t ex2_fixed_point(float a) noexcept {
+/// How the ex2 model rounds a * 2^23 to its fixed point (table_view::variant).
+enum class fixed_point_rounding : std::uint32_t { nearest_even = 0, toward_zero = 1, toward_neg_inf = 2 };
+
+/// a * 2^23 rounded to an integer (to nearest, ties to even, unless told otherwise),
+/// for |a| < 2^8 (the fixed point of the model); subnormal a count as 0 (.ftz).
+KVQ_HD inline std::int64_t ex2_fixed_point(float a, fixed_point_rounding r = fixed_point_rounding::nearest_even) noexcept {
   const std::uint32_t u = detail::u32(a);
   const std::uint32_t e = (u >> 23) & 0xffu;
   if (e == 0) return 0;
@@ -165,11 +170,16 @@ KVQ_HD inline std::int64_t ex2_fixed_point(float a) noexcept {
     n = static_cast<std::int64_t>(m) << (e - 127);
   } else {
     const std::uint32_t sh = 127u - e;
+    const bool neg = (u >> 31) != 0;
     if (sh > 25) {
-      n = 0;
+      n = (r == fixed_point_rounding::toward_neg_inf && neg) ? 1 : 0;  // |a| < 2^-25: 0 or -1 after the sign
     } else {
       const std::uint32_t q = m >> sh, rem = m & ((1u << sh) - 1u), half = 1u << (sh - 1u);
-      n = q + ((rem > half || (rem == half && (q & 1u))) ? 1 : 0);
+      bool up;
+      if (r == fixed_point_rounding::nearest_even) up = rem > half || (rem == half && (q & 1u));
+      else if (r == fixed_point_rounding::toward_zero) up = false;
+      else up = neg && rem != 0;  // floor: the magnitude of a negative value rounds up
+      n = q + (up ? 1 : 0);
     }
   }
   return (u >> 31) ? -n : n;
@@ -180,7 +190,9 @@ KVQ_HD inline float ex2_approx_ftz(float a, const table_view* t) noexcept {
   if ((u & 0x7fffffffu) > 0x7f800000u) return detail::f32(gpu_nan_f32);
   if (a >= 128.0f) return detail::f32(0x7f800000u);  // includes +Inf
   if (a <= -128.0f) return 0.0f;                      // result < 2^-127: flushed; includes -Inf
-  const std::int64_t n = ex2_fixed_point(a);
+  const std::int64_t n =
+      ex2_fixed_point(a, t != nullptr && t->variant <= 2 ? static_cast<fixed_point_rounding>(t->variant)
+                                                         : fixed_point_rounding::nearest_even);
   const std::int64_t i = n >= 0 ? (n >> 23) : -((-n + 0x7fffff) >> 23);  // floor(n / 2^23)
   const std::uint32_t k = static_cast<std::uint32_t>(n - i * 0x800000);
   std::int64_t yb = ex2_reference_bits(k);

@@ -20,7 +20,9 @@
 //           16   L bytes  metadata: lines "key=value\n"; keys [a-z0-9_]+, values
 //                         printable ASCII; required keys: instruction, arch
 //                         (others written by the capture program: model, gpu,
-//                         driver, cuda, date, base, domain)
+//                         driver, cuda_*, date, base, domain, checked, mismatches;
+//                         for ex2.approx.ftz.f32 fixed_point = rn | rz | rd, the
+//                         model variant, see instr_models.hpp)
 //       16 + L   u32      count: entries (1 .. 2^24)
 //       20 + L   u32      E: exceptions (<= count)
 //       24 + L   ceil(count/4) bytes of 2-bit codes, entry i at bits 2*(i%4) of
@@ -60,6 +62,9 @@ struct table_view {
   const table_exception* exceptions = nullptr;  // n_exceptions entries, sorted by index
   std::uint32_t count = 0;
   std::uint32_t n_exceptions = 0;
+  /// Model variant recorded with the table (ex2.approx.ftz.f32: the fixed-point
+  /// rounding, metadata "fixed_point" = rn (0) | rz (1) | rd (2)); 0 by default.
+  std::uint32_t variant = 0;
 
   /// The correction of entry i (i < count): bit-pattern difference hardware - reference.
   KVQ_HD std::int32_t correction(std::uint32_t i) const noexcept {
@@ -89,8 +94,10 @@ struct instr_table {
   std::vector<std::uint8_t> codes;
   std::vector<table_exception> exceptions;
 
-  table_view view() const noexcept {
-    return {codes.data(), exceptions.data(), count, static_cast<std::uint32_t>(exceptions.size())};
+  table_view view() const {
+    const std::string fp = get("fixed_point");
+    const std::uint32_t variant = fp == "rz" ? 1u : fp == "rd" ? 2u : 0u;
+    return {codes.data(), exceptions.data(), count, static_cast<std::uint32_t>(exceptions.size()), variant};
   }
   std::int32_t correction(std::uint32_t i) const noexcept { return view().correction(i); }
   /// The value of a metadata key, "" if absent.
@@ -225,6 +232,10 @@ inline instr_table parse(const std::uint8_t* p, std::size_t n) {
   }
   if (t.get("instruction").empty()) table_fail("metadata lacks 'instruction'");
   if (t.get("arch").empty()) table_fail("metadata lacks 'arch'");
+  {
+    const std::string fp = t.get("fixed_point");
+    if (!fp.empty() && fp != "rn" && fp != "rz" && fp != "rd") table_fail("fixed_point must be rn, rz or rd");
+  }
   const std::uint8_t* q = p + 16 + L;
   const std::uint32_t count = detail::get_u32(q), ne = detail::get_u32(q + 4);
   if (count == 0 || count > table_max_count) table_fail("count " + std::to_string(count) + " out of range 1..2^24");
