@@ -544,3 +544,29 @@ TEST_CASE("recipes name the hardware models; defaults unchanged", "[instr]") {
   CHECK(exp2_gpu_approx<sm90>{}(1.5f) == ex2_approx_ftz(1.5f, nullptr));
   CHECK_FALSE(model_verified<exp2_gpu_approx<sm90>>());
 }
+
+TEST_CASE("per-token-head (Triton) scales through div.full.f32 when named", "[instr]") {
+  // Uncaptured, div.full.f32 is a * rcp(b) with the correctly rounded rcp: the scale is
+  // amax * fl(1/448) (one double division rounded once, then one float product), not
+  // the IEEE quotient amax / 448.
+  using triton = kvq::block::per_token_head<kvq::fmt::e4m3, gpu_approx<sm90>>;
+  using ieee_div = kvq::block::per_token_head<kvq::fmt::e4m3>;
+  const float r448 = static_cast<float>(1.0 / 448.0);
+  triton q;
+  q.head_dim = 4;
+  ieee_div qi;
+  qi.head_dim = 4;
+  std::size_t differ = 0;
+  for (std::uint64_t i = 0; i < 2000; ++i) {
+    const float amax = ffrom(0x3f000000u + static_cast<std::uint32_t>(mix(i) % 0x1000000u));  // [0.5, 2)
+    const float x[4] = {amax, -amax * 0.5f, 0.25f * amax, 0.0f};
+    std::uint8_t c[4], ci[4];
+    float s = 0, si = 0;
+    q.quantize_block<kvq::block::f32_input>(x, {}, c, &s, nullptr);
+    qi.quantize_block<kvq::block::f32_input>(x, {}, ci, &si, nullptr);
+    CHECK(fbits(s) == fbits(amax * r448));
+    CHECK(fbits(si) == fbits(static_cast<float>(static_cast<double>(amax) / 448.0)));
+    differ += fbits(s) != fbits(si);
+  }
+  CHECK(differ > 0);  // the model is what the recipe uses
+}
