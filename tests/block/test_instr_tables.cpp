@@ -460,6 +460,10 @@ TEST_CASE("instr registry: names, uncaptured fallback, registration", "[instr]")
     CHECK(std::string(e.what()).find("unknown instruction model 'rcp_approx_ftz_f32_sm70'") != std::string::npos);
   }
   CHECK(m(3.0f) == 1.0f / 3.0f);
+  CHECK(std::isnan(m(3.0f, 2.0f)));  // wrong arity
+  CHECK(fbits(find("div_full_f32_sm90")(4.6875f, 0.9375f)) == 0x40a00001u);
+  CHECK(find("ex2_approx_ftz_f32_sm89")(-2.0f) == 0.25f);
+  CHECK(find("ex2_approx_f16x2_sm90").eval_bits(0x3c00bc00u) == 0x40003800u);  // 2^1 = 2, 2^-1 = 0.5
   CHECK(fbits(gpu_approx<sm90>::div(4.6875f, 0.9375f)) == 0x40a00001u);  // Triton's division, uncaptured
   CHECK(gpu_approx<sm90>::mad(0.1f, 10.0f, -1.0f) == std::fma(0.1f, 10.0f, -1.0f));
   CHECK_FALSE(recipe_verified<kvq::block::nvfp4_vllm<gpu_approx<sm90>>>());

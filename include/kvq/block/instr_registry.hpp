@@ -107,12 +107,17 @@ class named_model {
   }
   bool captured() const noexcept { return table() != nullptr; }
 
-  /// Evaluation (host). f32 instructions take and return floats; ex2.approx.f16x2
-  /// takes two f16 lanes in a u32 (eval_bits).
+  /// Evaluation (host). The unary f32 instructions (rcp, ex2) take and return floats;
+  /// div.full.f32 takes two; ex2.approx.f16x2 takes two f16 lanes in a u32
+  /// (eval_bits). A call of the wrong arity returns a quiet NaN.
   float operator()(float a) const noexcept {
-    return ins_ == instruction::ex2_approx_ftz_f32 ? ex2_approx_ftz(a, table()) : rcp_approx_ftz(a, table());
+    if (ins_ == instruction::ex2_approx_ftz_f32) return ex2_approx_ftz(a, table());
+    if (ins_ == instruction::rcp_approx_ftz_f32) return rcp_approx_ftz(a, table());
+    return detail::f32(0x7fc00000u);
   }
-  float operator()(float a, float b) const noexcept { return div_full(a, b, table()); }
+  float operator()(float a, float b) const noexcept {
+    return ins_ == instruction::div_full_f32 ? div_full(a, b, table()) : detail::f32(0x7fc00000u);
+  }
   std::uint32_t eval_bits(std::uint32_t x) const noexcept {
     switch (ins_) {
       case instruction::rcp_approx_ftz_f32: return detail::u32(rcp_approx_ftz(detail::f32(x), table()));
