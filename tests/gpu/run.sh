@@ -182,7 +182,9 @@ fi
 # Tables of rcp.approx.ftz.f32, ex2.approx.ftz.f32, ex2.approx.f16x2 and a div.full.f32
 # report, written to $OUT/instr (or $BUILD/instr); how to commit them: docs/instr.md.
 # KVQ_INSTR_CAPTURE=0 skips this step.
-if ((INSTR_CAPTURE)); then
+if ((INSTR_CAPTURE)) && (( $(left) < 40 )); then
+  say "instr capture: SKIP (only $(left)s of the budget left; raise KVQ_GPU_BUDGET or KVQ_INSTR_RESERVE)"
+elif ((INSTR_CAPTURE)); then
   INSTR_DIR=${OUT:+$OUT/instr}
   INSTR_DIR=${INSTR_DIR:-$BUILD/instr}
   mkdir -p "$INSTR_DIR"
