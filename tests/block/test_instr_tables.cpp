@@ -4,7 +4,7 @@
 // large exceptions). The table built from its results on one binade must make the
 // model reproduce it on every input class. Oracles: the correctly rounded reciprocal
 // from one double division (exact for float operands: 53 >= 2*24 + 2 bits), the
-// correctly rounded 2^x from tests/attention/math_oracle.hpp (glibc, Boost.Multiprecision
+// correctly rounded 2^x from tests/core/math_oracle.hpp (glibc, Boost.Multiprecision
 // at rounding boundaries), and the f16 2^x decided the same way here; the scaling of a
 // binade to other exponents is done with std::ldexp in double, independently of the
 // model's bit arithmetic.
@@ -26,7 +26,7 @@
 #include <kvq/block/instr_table.hpp>
 #include <kvq/block/nvfp4.hpp>
 
-#include "../attention/math_oracle.hpp"
+#include "../core/math_oracle.hpp"
 
 namespace {
 

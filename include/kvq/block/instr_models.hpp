@@ -27,7 +27,7 @@
 //   a * 2^23 rounded to an integer n = i * 2^23 + k, so the result mantissa
 //   depends only on the 23-bit fraction k. Table: index = k; reference =
 //   kvq::math::exp2(1 + k 2^-23) in [2, 4) (correctly rounded but for inputs
-//   within ~2^-30 ulp of a rounding boundary, see kvq/attention/math.hpp), scaled by
+//   within ~2^-30 ulp of a rounding boundary, see kvq/core/math.hpp), scaled by
 //   2^(i-1). Inputs with |a| >= 1 lie on the 2^-23 grid exactly; for |a| < 1 the
 //   rounding of a * 2^23 is the least certain part of the model. It is a variant of
 //   the model (fixed_point_rounding: to nearest even by default, toward zero, toward
@@ -57,10 +57,11 @@
 
 #include <cstdint>
 
-#include <kvq/attention/math.hpp>  // kvq::math::exp2 (moving to kvq/core/)
+#include <kvq/core/math.hpp>  // kvq::math::exp2 (moving to kvq/core/)
 #include <kvq/block/instr_table.hpp>
 #include <kvq/config.hpp>
-#include <kvq/format/bits.hpp>
+#include <kvq/core/bits.hpp>
+#include <kvq/core/float16.hpp>
 
 namespace kvq {
 namespace instr {
@@ -100,17 +101,6 @@ KVQ_HD inline double rne_small(double q) noexcept {
   const double shifter = 6755399441055744.0;  // 1.5 * 2^52
   const double t = q + shifter;
   return t - shifter;
-}
-/// f16 bits -> float (exact).
-KVQ_HD inline float f16_to_float(std::uint16_t h) noexcept {
-  const std::uint32_t s = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0x1f) return f32(s | 0x7f800000u | (m << 13));
-  if (e == 0) {
-    const float v = static_cast<float>(m) * exact_pow2<float>(-24);  // exact
-    return s ? -v : v;
-  }
-  return f32(s | ((e + 112u) << 23) | (m << 13));
 }
 /// A non-negative double (or NaN) rounded to the nearest f16, ties to even.
 KVQ_HD inline std::uint16_t nonneg_to_f16(double v) noexcept {
@@ -207,7 +197,7 @@ KVQ_HD inline float ex2_approx_ftz(float a, const table_view* t) noexcept {
 
 /// Reference of input h: 2^h rounded to nearest f16 (NaN -> 0x7e00).
 KVQ_HD inline std::uint16_t ex2_f16_reference_bits(std::uint16_t h) noexcept {
-  const float x = detail::f16_to_float(h);
+  const float x = kvq::fp16_to_float(h);
   if (!(x == x)) return 0x7e00u;
   return detail::nonneg_to_f16(math::exp2(static_cast<double>(x)));
 }

@@ -10,7 +10,7 @@
 // rounding-mode environment beyond the default round-to-nearest-even, nor on FTZ/DAZ
 // (kvq keeps denormals on both sides).
 //
-// This header only needs config.hpp and format/bits.hpp, so the lower layers
+// This header only needs config.hpp and core/bits.hpp, so the lower layers
 // (inject/, metrics/) may include it.
 //
 // Accuracy (proved by tests/attention/test_math*.cpp):
