@@ -57,7 +57,7 @@
 
 #include <cstdint>
 
-#include <kvq/core/math.hpp>  // kvq::math::exp2 (moving to kvq/core/)
+#include <kvq/core/math.hpp>  // kvq::math::exp2
 #include <kvq/block/instr_table.hpp>
 #include <kvq/config.hpp>
 #include <kvq/core/bits.hpp>
