@@ -1,0 +1,768 @@
+// kvq._kvq — the nanobind extension behind the `kvq` Python package.
+//
+// Bindings only: every number comes from the C++ library (kvq::encode_n / decode_n,
+// kvq::block::quantize / dequantize, kvq::verify::comparator). Arrays arrive as
+// nanobind ndarrays (NumPy, or anything that speaks DLPack such as a PyTorch CPU
+// tensor); a C-contiguous array of the right dtype is read in place, any other
+// layout is gathered once into a contiguous copy. Results are new NumPy arrays.
+//
+// Bad input (dtype, rank, length, device, unknown names) raises TypeError or
+// ValueError naming the argument; the library's std::invalid_argument becomes
+// ValueError through nanobind's default translation.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <kvq/block.hpp>
+#include <kvq/format.hpp>
+#include <kvq/format/info.hpp>
+#include <kvq/kv/store.hpp>
+#include <kvq/verify/compare.hpp>
+
+namespace nb = nanobind;
+
+namespace {
+
+// ----------------------------------------------------------------------------- arrays
+using any_array = nb::ndarray<nb::ro>;
+
+std::string shape_text(const std::vector<std::size_t>& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + (s.size() == 1 ? ",)" : ")");
+}
+
+std::string dtype_text(nb::dlpack::dtype d) {
+  const char* kind = "?";
+  switch (static_cast<nb::dlpack::dtype_code>(d.code)) {
+    case nb::dlpack::dtype_code::Int: kind = "int"; break;
+    case nb::dlpack::dtype_code::UInt: kind = "uint"; break;
+    case nb::dlpack::dtype_code::Float: kind = "float"; break;
+    case nb::dlpack::dtype_code::Bfloat: kind = "bfloat"; break;
+    case nb::dlpack::dtype_code::Complex: kind = "complex"; break;
+    case nb::dlpack::dtype_code::Bool: kind = "bool"; break;
+    default: return "dlpack type code " + std::to_string(d.code) + " (" + std::to_string(d.bits) + " bits)";
+  }
+  return std::string(kind) + std::to_string(d.bits);
+}
+
+std::vector<std::size_t> shape_of(const any_array& a) {
+  std::vector<std::size_t> s(a.ndim());
+  for (std::size_t i = 0; i < a.ndim(); ++i) s[i] = a.shape(i);
+  return s;
+}
+
+// A host array of T viewed as a contiguous buffer: in place when the array is
+// C-contiguous, else gathered element by element through its strides.
+template <class T>
+struct host_view {
+  const T* data = nullptr;
+  std::size_t size = 0;
+  std::vector<std::size_t> shape;
+  std::vector<T> copy;  // used only when the layout does not allow a view
+};
+
+template <class T>
+host_view<T> view_as(const any_array& a, const char* fn, const char* arg) {
+  if (a.device_type() != nb::device::cpu::value)
+    throw nb::value_error((std::string(fn) + ": " + arg + " must be on the CPU (move GPU tensors with .cpu())").c_str());
+  if (a.dtype() != nb::dtype<T>())
+    throw nb::type_error((std::string(fn) + ": " + arg + " has dtype " + dtype_text(a.dtype()) + ", expected " +
+                          dtype_text(nb::dtype<T>()))
+                             .c_str());
+  host_view<T> v;
+  v.shape = shape_of(a);
+  v.size = a.size();
+  const T* base = static_cast<const T*>(a.data());
+  bool contiguous = true;
+  std::int64_t expect = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    if (a.shape(d) != 1 && a.stride(d) != expect) contiguous = false;
+    expect *= static_cast<std::int64_t>(a.shape(d));
+  }
+  if (contiguous || v.size == 0) {
+    v.data = base;
+    return v;
+  }
+  v.copy.resize(v.size);
+  std::vector<std::size_t> idx(a.ndim(), 0);
+  for (std::size_t i = 0; i < v.size; ++i) {
+    std::int64_t off = 0;
+    for (std::size_t d = 0; d < a.ndim(); ++d) off += static_cast<std::int64_t>(idx[d]) * a.stride(d);
+    v.copy[i] = base[off];
+    for (std::size_t d = a.ndim(); d-- > 0;) {
+      if (++idx[d] < a.shape(d)) break;
+      idx[d] = 0;
+    }
+  }
+  v.data = v.copy.data();
+  return v;
+}
+
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::size_t>& shape) {
+  if (v.empty()) v.reserve(1);  // a valid pointer even for zero-size results
+  auto* heap = new std::vector<T>(std::move(v));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner);
+}
+
+// ----------------------------------------------------------------------------- element formats
+kvq::rounding parse_rounding(const std::string& v) {
+  if (v == "nearest_even" || v == "rn") return kvq::rounding::nearest_even;
+  if (v == "toward_zero" || v == "rz") return kvq::rounding::toward_zero;
+  if (v == "up" || v == "ru") return kvq::rounding::up;
+  if (v == "down" || v == "rd") return kvq::rounding::down;
+  if (v == "nearest_away" || v == "rna") return kvq::rounding::nearest_away;
+  throw nb::value_error(("unknown rounding '" + v +
+                         "' (nearest_even|rn, toward_zero|rz, up|ru, down|rd, nearest_away|rna)")
+                            .c_str());
+}
+
+kvq::overflow parse_overflow(const std::string& v) {
+  if (v == "satfinite" || v == "sat") return kvq::overflow::satfinite;
+  if (v == "nosat") return kvq::overflow::nosat;
+  throw nb::value_error(("unknown overflow '" + v + "' (satfinite, nosat)").c_str());
+}
+
+namespace f = kvq::fmt;
+using element_format = std::variant<f::e4m3, f::e5m2, f::e3m2, f::e2m3, f::e2m1, f::ue8m0, f::ue4m3, f::e4m3fnuz,
+                                    f::e5m2fnuz>;
+
+template <std::size_t I = 0>
+bool find_element_format(const std::string& name, element_format& out) {
+  if constexpr (I == std::variant_size<element_format>::value) {
+    return false;
+  } else {
+    using F = std::variant_alternative_t<I, element_format>;
+    if (name == kvq::format_name<F>()) {
+      out = F{};
+      return true;
+    }
+    return find_element_format<I + 1>(name, out);
+  }
+}
+
+element_format element_format_by_name(const std::string& name) {
+  element_format f;
+  if (find_element_format(name, f)) return f;
+  throw nb::value_error(("unknown format '" + name +
+                         "' (known: e4m3, e5m2, e3m2, e2m3, e2m1, ue8m0, ue4m3, e4m3fnuz, e5m2fnuz)")
+                            .c_str());
+}
+
+nb::object encode_py(const any_array& x, const std::string& format, const std::string& rnd, const std::string& ovf) {
+  const kvq::rounding r = parse_rounding(rnd);
+  const kvq::overflow o = parse_overflow(ovf);
+  const element_format fm = element_format_by_name(format);
+  const bool is_double = x.dtype() == nb::dtype<double>();
+  if (!is_double && x.dtype() != nb::dtype<float>())
+    throw nb::type_error(("kvq.encode: x has dtype " + dtype_text(x.dtype()) + ", expected float32 or float64").c_str());
+  return std::visit(
+      [&](auto fmt_tag) -> nb::object {
+        using F = decltype(fmt_tag);
+        std::vector<std::uint8_t> out;
+        std::vector<std::size_t> shape;
+        if (is_double) {
+          const host_view<double> v = view_as<double>(x, "kvq.encode", "x");
+          out.resize(v.size);
+          kvq::encode_n<F>(v.data, v.size, out.data(), r, o);
+          shape = v.shape;
+        } else {
+          const host_view<float> v = view_as<float>(x, "kvq.encode", "x");
+          out.resize(v.size);
+          {
+            nb::gil_scoped_release unlocked;
+            kvq::encode_n<F>(v.data, v.size, out.data(), r, o);
+          }
+          shape = v.shape;
+        }
+        return nb::cast(to_numpy(std::move(out), shape));
+      },
+      fm);
+}
+
+nb::object encode_stochastic_py(const any_array& x, const std::string& format, const any_array& random_bits,
+                                const std::string& ovf) {
+  const kvq::overflow o = parse_overflow(ovf);
+  const element_format fm = element_format_by_name(format);
+  const host_view<float> v = view_as<float>(x, "kvq.encode_stochastic", "x");
+  const host_view<std::uint32_t> rb = view_as<std::uint32_t>(random_bits, "kvq.encode_stochastic", "random_bits");
+  if (rb.size != v.size)
+    throw nb::value_error(("kvq.encode_stochastic: random_bits holds " + std::to_string(rb.size) +
+                           " values, x holds " + std::to_string(v.size) + " (one uint32 per element)")
+                              .c_str());
+  return std::visit(
+      [&](auto fmt_tag) -> nb::object {
+        using F = decltype(fmt_tag);
+        std::vector<std::uint8_t> out(v.size);
+        for (std::size_t i = 0; i < v.size; ++i) out[i] = kvq::encode_stochastic<F>(v.data[i], rb.data[i], o);
+        return nb::cast(to_numpy(std::move(out), v.shape));
+      },
+      fm);
+}
+
+nb::object decode_py(const any_array& codes, const std::string& format, const std::string& dtype) {
+  const element_format fm = element_format_by_name(format);
+  const host_view<std::uint8_t> c = view_as<std::uint8_t>(codes, "kvq.decode", "codes");
+  if (dtype != "float32" && dtype != "float64")
+    throw nb::value_error(("kvq.decode: dtype must be 'float32' or 'float64', got '" + dtype + "'").c_str());
+  return std::visit(
+      [&](auto fmt_tag) -> nb::object {
+        using F = decltype(fmt_tag);
+        if (dtype == "float64") {
+          std::vector<double> out(c.size);
+          kvq::decode_n<F, double>(c.data, c.size, out.data());
+          return nb::cast(to_numpy(std::move(out), c.shape));
+        }
+        std::vector<float> out(c.size);
+        kvq::decode_n<F, float>(c.data, c.size, out.data());
+        return nb::cast(to_numpy(std::move(out), c.shape));
+      },
+      fm);
+}
+
+nb::list formats_py() {
+  nb::list out;
+  for (const kvq::format_info& i : kvq::all_format_infos()) {
+    nb::dict d;
+    d["name"] = i.name;
+    d["sign_bits"] = i.sign_bits;
+    d["exponent_bits"] = i.exponent_bits;
+    d["mantissa_bits"] = i.mantissa_bits;
+    d["bits"] = i.sign_bits + i.exponent_bits + i.mantissa_bits;
+    d["bias"] = i.bias;
+    d["max_finite"] = i.max_finite;
+    d["min_normal"] = i.min_normal;
+    d["min_subnormal"] = i.min_subnormal;
+    d["specials"] = i.specials;
+    d["nan_float"] = i.nan_float;
+    d["nan_double"] = i.nan_double;
+    d["inf_satfinite"] = i.inf_sat;
+    d["inf_nosat"] = i.inf_nosat;
+    d["overflow_nosat"] = i.overflow_nosat;
+    d["negative_zero"] = i.neg_zero;
+    d["negative_input"] = i.negative_input;
+    out.append(d);
+  }
+  return out;
+}
+
+// ----------------------------------------------------------------------------- block schemes
+namespace kb = kvq::block;
+
+// Recipes that kvq has but the KV-store format list does not name (torchao's RCEIL
+// rule differs from TE's in its NaN handling and inverse scale).
+using extra_scheme = std::variant<kb::mx_rceil_torchao<f::e4m3>, kb::mx_rceil_torchao<f::e5m2>,
+                                  kb::mx_rceil_torchao<f::e3m2>, kb::mx_rceil_torchao<f::e2m3>,
+                                  kb::mx_rceil_torchao<f::e2m1>>;
+constexpr const char* extra_scheme_names[] = {"mxfp8_e4m3_rceil_torchao", "mxfp8_e5m2_rceil_torchao",
+                                              "mxfp6_e3m2_rceil_torchao", "mxfp6_e2m3_rceil_torchao",
+                                              "mxfp4_rceil_torchao"};
+
+struct resolved_scheme {
+  std::string name;
+  std::variant<kvq::kv::kv_format, extra_scheme> scheme;
+};
+
+template <std::size_t I = 0>
+bool find_extra(const std::string& name, extra_scheme& out) {
+  if constexpr (I == std::variant_size<extra_scheme>::value) {
+    return false;
+  } else {
+    if (name == extra_scheme_names[I]) {
+      out = extra_scheme(std::in_place_index<I>);
+      return true;
+    }
+    return find_extra<I + 1>(name, out);
+  }
+}
+
+// THE scheme-name lookup of the bindings: every function that takes a scheme name
+// comes through here, so a single registry can replace it in one place.
+resolved_scheme resolve_scheme(const std::string& name) {
+  extra_scheme e;
+  if (find_extra(name, e)) return {name, e};
+  kvq::kv::kv_format k;
+  try {
+    k = kvq::kv::format_by_name(name);
+  } catch (const std::invalid_argument&) {
+    k = kvq::kv::hp_format::fp32;  // reported below with the list of block schemes
+    std::string known;
+    for (std::size_t i = 1; i < std::variant_size<kvq::kv::kv_format>::value; ++i)
+      known += (known.empty() ? "" : ", ") + std::string(kvq::kv::kv_format_names[i]);
+    for (const char* n : extra_scheme_names) known += std::string(", ") + n;
+    throw nb::value_error(("unknown scheme '" + name + "' (known: " + known + ")").c_str());
+  }
+  if (std::holds_alternative<kvq::kv::hp_format>(k))
+    throw nb::value_error(("'" + name + "' is a high-precision storage format, not a block scheme").c_str());
+  return {name, k};
+}
+
+// Names quantize/dequantize/verify accept (zero-point schemes are only described).
+std::vector<std::string> scheme_names();
+
+template <class Fn>
+decltype(auto) with_scheme(const resolved_scheme& r, Fn&& fn) {
+  return std::visit([&](const auto& outer) -> decltype(auto) {
+    return std::visit([&](const auto& s) -> decltype(auto) { return fn(s); }, outer);
+  }, r.scheme);
+}
+
+template <class T>
+struct is_minifloat : std::false_type {};
+template <bool S, int E, int M, int B, kvq::specials Sp, bool Sub>
+struct is_minifloat<kvq::minifloat_format<S, E, M, B, Sp, Sub>> : std::true_type {};
+
+template <class S>
+constexpr bool row_sized_block() {  // block = the row (per-token-head)
+  return std::is_same<S, kb::fp8_per_token_head>::value || std::is_same<S, kb::int8_per_token_head>::value;
+}
+
+// Scheme s configured for rows of `row` elements; checks that blocks tile a row.
+template <class S>
+S scheme_for_row(const S& proto, std::size_t row, const std::string& name, const char* fn) {
+  S s = proto;
+  if constexpr (row_sized_block<S>()) {
+    if (row == 0) throw nb::value_error((std::string(fn) + ": scheme " + name + " needs rows of length > 0").c_str());
+    s.head_dim = row;
+  }
+  if (s.block_size() == 0 || row % s.block_size() != 0)
+    throw nb::value_error((std::string(fn) + ": row length " + std::to_string(row) +
+                           " (the last dimension) is not a multiple of the block size " +
+                           std::to_string(s.block_size()) + " of scheme " + name)
+                              .c_str());
+  return s;
+}
+
+std::vector<std::size_t> with_last(std::vector<std::size_t> shape, std::size_t last) {
+  if (shape.empty()) shape.push_back(last);
+  else shape.back() = last;
+  return shape;
+}
+
+template <class S>
+void reject_zero_points(const std::string& name, const char* fn) {
+  if constexpr (S::has_zero_point)
+    throw nb::value_error((std::string(fn) + ": scheme " + name +
+                           " stores zero points (KIVI); the Python bindings do not expose it yet")
+                              .c_str());
+}
+
+template <class S>
+nb::object scale_array(std::vector<typename S::scale_type>&& sc, const std::vector<std::size_t>& shape) {
+  if constexpr (S::scale_bytes == 0) {
+    return nb::none();
+  } else {
+    return nb::cast(to_numpy(std::move(sc), shape));
+  }
+}
+
+struct quantized_buffers {
+  std::vector<std::uint8_t> codes;
+  std::vector<std::uint8_t> scale_codes;
+  std::vector<float> scale_floats;
+  float tensor_value = 1.0f;
+  std::size_t row = 0, blocks_per_row = 0;
+};
+
+template <class S>
+nb::object quantize_scheme(const S& proto, const std::string& name, const host_view<float>& x,
+                           std::optional<float> tensor_value) {
+  reject_zero_points<S>(name, "kvq.quantize");
+  const std::size_t row = x.shape.empty() ? 1 : x.shape.back();
+  const S s = scheme_for_row(proto, row, name, "kvq.quantize");
+  const kb::buffer_sizes z = kb::sizes_of(s, x.size);
+  std::vector<std::uint8_t> codes(z.code_bytes);
+  std::vector<typename S::scale_type> scales(z.scales);
+  const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
+  float t = 1.0f;
+  {
+    nb::gil_scoped_release unlocked;
+    t = kb::quantize(s, x.data, x.size, tv, codes.data(), codes.size(), scales.data(), scales.size());
+  }
+  const std::vector<std::size_t> code_shape = with_last(x.shape, row * S::storage_bits / 8);
+  const std::vector<std::size_t> scale_shape = with_last(x.shape, row / s.block_size());
+  nb::object tv_out = S::tensor == kb::tensor_kind::none ? nb::none() : nb::cast(t);
+  return nb::make_tuple(to_numpy(std::move(codes), code_shape), scale_array<S>(std::move(scales), scale_shape),
+                        tv_out);
+}
+
+nb::object quantize_py(const any_array& x, const std::string& scheme, std::optional<float> tensor_value) {
+  const resolved_scheme r = resolve_scheme(scheme);
+  const host_view<float> v = view_as<float>(x, "kvq.quantize", "x");
+  return with_scheme(r, [&](const auto& s) -> nb::object {
+    using S = std::decay_t<decltype(s)>;
+    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();  // rejected by resolve_scheme
+    else return quantize_scheme(s, r.name, v, tensor_value);
+  });
+}
+
+template <class S>
+float required_tensor_value(std::optional<float> tv, const std::string& name, const char* fn) {
+  if constexpr (S::tensor == kb::tensor_kind::none) {
+    return 1.0f;
+  } else {
+    if (!tv)
+      throw nb::value_error((std::string(fn) + ": scheme " + name + " needs its tensor value (" +
+                             kb::to_string(S::tensor) + "), the third value quantize returned")
+                                .c_str());
+    return *tv;
+  }
+}
+
+template <class S>
+nb::object dequantize_scheme(const S& proto, const std::string& name, const any_array& codes_a,
+                             const std::optional<any_array>& scales_a, std::optional<float> tensor_value) {
+  reject_zero_points<S>(name, "kvq.dequantize");
+  const host_view<std::uint8_t> c = view_as<std::uint8_t>(codes_a, "kvq.dequantize", "codes");
+  const std::size_t code_row = c.shape.empty() ? 1 : c.shape.back();
+  const std::size_t row = code_row * 8 / S::storage_bits;
+  const std::size_t n = c.size * 8 / S::storage_bits;
+  const S s = scheme_for_row(proto, row, name, "kvq.dequantize");
+  const kb::buffer_sizes z = kb::sizes_of(s, n);
+  const float t = required_tensor_value<S>(tensor_value, name, "kvq.dequantize");
+  std::vector<float> out(n);
+  if constexpr (S::scale_bytes == 0) {
+    if (scales_a && scales_a->size() != 0)
+      throw nb::value_error(("kvq.dequantize: scheme " + name + " has no block scales; pass scales=None").c_str());
+    kb::dequantize(s, c.data, c.size, static_cast<const typename S::scale_type*>(nullptr), 0, nullptr, 0, t,
+                   out.data(), n);
+  } else {
+    if (!scales_a)
+      throw nb::value_error(("kvq.dequantize: scheme " + name + " stores one scale per block; scales is required").c_str());
+    const host_view<typename S::scale_type> sc =
+        view_as<typename S::scale_type>(*scales_a, "kvq.dequantize", "scales");
+    if (sc.size != z.blocks)
+      throw nb::value_error(("kvq.dequantize: scales holds " + std::to_string(sc.size) + " values, " +
+                             std::to_string(z.blocks) + " blocks expected for codes of shape " + shape_text(c.shape))
+                                .c_str());
+    kb::dequantize(s, c.data, c.size, sc.data, sc.size, nullptr, 0, t, out.data(), n);
+  }
+  return nb::cast(to_numpy(std::move(out), with_last(c.shape, row)));
+}
+
+nb::object dequantize_py(const any_array& codes, const std::optional<any_array>& scales, const std::string& scheme,
+                         std::optional<float> tensor_value) {
+  const resolved_scheme r = resolve_scheme(scheme);
+  return with_scheme(r, [&](const auto& s) -> nb::object {
+    using S = std::decay_t<decltype(s)>;
+    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();
+    else return dequantize_scheme(s, r.name, codes, scales, tensor_value);
+  });
+}
+
+nb::dict describe_py(const std::string& name) {
+  const resolved_scheme r = resolve_scheme(name);
+  return with_scheme(r, [&](const auto& s) -> nb::dict {
+    using S = std::decay_t<decltype(s)>;
+    nb::dict d;
+    if constexpr (!std::is_same<S, kvq::kv::hp_format>::value) {
+      const kb::scheme_info i = kb::info_of(s);
+      d["name"] = r.name;
+      d["recipe"] = i.name;
+      d["source"] = i.source;
+      d["storage_bits"] = i.storage_bits;
+      d["block_size"] = row_sized_block<S>() ? nb::none() : nb::cast(i.block_size);
+      d["scale_bytes"] = i.scale_bytes;
+      d["scale_dtype"] = S::scale_bytes == 0 ? nb::none()
+                         : std::is_same<typename S::scale_type, float>::value ? nb::cast("float32")
+                                                                              : nb::cast("uint8");
+      d["zero_point"] = i.zero_point;
+      d["tensor_value"] = kb::to_string(i.tensor);
+      d["exactness"] = kb::to_string(i.exact);
+      using E = typename S::element_format;
+      if constexpr (is_minifloat<E>::value) d["element_format"] = kvq::format_name<E>();
+      else d["element_format"] = "int" + std::to_string(E::bits);
+    }
+    return d;
+  });
+}
+
+double bits_per_value_py(const std::string& name, std::size_t head_dim) {
+  const resolved_scheme r = resolve_scheme(name);
+  return with_scheme(r, [&](const auto& s) -> double {
+    using S = std::decay_t<decltype(s)>;
+    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return 0.0;
+    else return kb::bits_per_value(scheme_for_row(s, head_dim, r.name, "kvq.bits_per_value"));
+  });
+}
+
+std::vector<std::string> scheme_names() {
+  std::vector<std::string> out;
+  auto add = [&](const char* n) {
+    const resolved_scheme r = resolve_scheme(n);
+    const bool zp = with_scheme(r, [](const auto& s) -> bool {
+      using S = std::decay_t<decltype(s)>;
+      if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return true;
+      else return S::has_zero_point;
+    });
+    if (!zp) out.push_back(n);
+  };
+  for (std::size_t i = 1; i < std::variant_size<kvq::kv::kv_format>::value; ++i) add(kvq::kv::kv_format_names[i]);
+  for (const char* n : extra_scheme_names) add(n);
+  return out;
+}
+
+// ----------------------------------------------------------------------------- verify
+// A verification report: the codes comparison, and the scales comparison where the
+// scheme has block scales. `expected` is kvq, `actual` the caller's buffers.
+struct verify_report {
+  std::string scheme;
+  std::vector<std::size_t> shape, scale_shape;
+  kvq::verify::report codes;
+  bool has_scales = false;
+  kvq::verify::report scales;
+  bool has_tensor_value = false;
+  float tensor_value = 0.0f;
+  bool ok() const { return codes.ok() && (!has_scales || scales.ok()); }
+  std::string text() const {
+    std::ostringstream os;
+    os << "kvq.verify(" << scheme << ", shape " << shape_text(shape) << "): " << (ok() ? "OK" : "MISMATCH") << "\n";
+    if (has_tensor_value) os << "  tensor value " << kvq::verify::detail::num(tensor_value) << "\n";
+    kvq::verify::print(os, codes, shape);
+    if (has_scales) kvq::verify::print(os, scales, scale_shape);
+    return os.str();
+  }
+};
+
+template <class E>
+kvq::verify::report compare_codes_of(const std::vector<std::uint8_t>& want_packed, int bits, std::size_t n,
+                                     const host_view<std::uint8_t>& got, const float* x, std::size_t max_listed) {
+  const std::string label = [] {
+    if constexpr (is_minifloat<E>::value) return std::string("codes (") + kvq::format_name<E>() + ")";
+    else return std::string("codes (int") + std::to_string(E::bits) + ")";
+  }();
+  using Dec = std::conditional_t<is_minifloat<E>::value, kvq::verify::code_decoder<E>, kvq::verify::no_decoder>;
+  const std::size_t packed = (n * static_cast<std::size_t>(bits) + 7) / 8;
+  if (got.size == packed) {
+    kvq::verify::comparator<std::uint8_t, Dec> c(label + (bits < 8 ? ", packed" : ""), max_listed);
+    if (bits < 8) c.add_packed(want_packed.data(), got.data, n, bits, x);
+    else c.add(want_packed.data(), got.data, n, x);
+    return c.result();
+  }
+  if (bits < 8 && got.size == n) {  // one code per byte
+    std::vector<std::uint8_t> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = kvq::verify::unpack_code(want_packed.data(), i, bits);
+    kvq::verify::comparator<std::uint8_t, Dec> c(label, max_listed);
+    c.add(want.data(), got.data, n, x);
+    kvq::verify::report r = c.result();
+    r.element_bits = bits;
+    return r;
+  }
+  throw nb::value_error(("kvq.verify: codes holds " + std::to_string(got.size) + " bytes; x has " +
+                         std::to_string(n) + " elements (expected " + std::to_string(packed) + " bytes" +
+                         (bits < 8 ? ", or " + std::to_string(n) + " with one code per byte" : "") + ")")
+                            .c_str());
+}
+
+template <class S>
+verify_report verify_scheme(const S& proto, const std::string& name, const host_view<float>& x,
+                            const host_view<std::uint8_t>& codes, const std::optional<any_array>& scales_a,
+                            std::optional<float> tensor_value, std::size_t max_listed) {
+  reject_zero_points<S>(name, "kvq.verify");
+  const std::size_t row = x.shape.empty() ? 1 : x.shape.back();
+  const S s = scheme_for_row(proto, row, name, "kvq.verify");
+  const kb::buffer_sizes z = kb::sizes_of(s, x.size);
+  std::vector<std::uint8_t> want(z.code_bytes);
+  std::vector<typename S::scale_type> want_scales(z.scales);
+  const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
+  const float t = kb::quantize(s, x.data, x.size, tv, want.data(), want.size(), want_scales.data(), want_scales.size());
+  verify_report rep;
+  rep.scheme = name;
+  rep.shape = x.shape;
+  rep.has_tensor_value = S::tensor != kb::tensor_kind::none;
+  rep.tensor_value = t;
+  rep.codes = compare_codes_of<typename S::element_format>(want, S::storage_bits, x.size, codes, x.data, max_listed);
+  if constexpr (S::scale_bytes == 0) {
+    if (scales_a && scales_a->size() != 0)
+      throw nb::value_error(("kvq.verify: scheme " + name + " has no block scales; pass scales=None").c_str());
+  } else {
+    if (!scales_a)
+      throw nb::value_error(("kvq.verify: scheme " + name + " stores one scale per block; scales is required").c_str());
+    using T = typename S::scale_type;
+    const host_view<T> got = view_as<T>(*scales_a, "kvq.verify", "scales");
+    if (got.size != z.blocks)
+      throw nb::value_error(("kvq.verify: scales holds " + std::to_string(got.size) + " values, " +
+                             std::to_string(z.blocks) + " blocks expected")
+                                .c_str());
+    rep.has_scales = true;
+    rep.scale_shape = with_last(x.shape, row / s.block_size());
+    if constexpr (std::is_same<T, float>::value) {
+      rep.scales = kvq::verify::compare(want_scales.data(), got.data, z.blocks, "scales (float32)",
+                                        kvq::verify::float_decoder{}, nullptr, max_listed);
+    } else {
+      using SF = typename S::scale_format;
+      rep.scales = kvq::verify::compare(want_scales.data(), got.data, z.blocks,
+                                        std::string("scales (") + kvq::format_name<SF>() + ")",
+                                        kvq::verify::code_decoder<SF>{}, nullptr, max_listed);
+    }
+  }
+  return rep;
+}
+
+template <class F>
+verify_report verify_element(const std::string& name, const host_view<float>& x, const host_view<std::uint8_t>& codes,
+                             const std::optional<any_array>& scales_a, kvq::rounding r, kvq::overflow o,
+                             std::size_t max_listed) {
+  if (scales_a && scales_a->size() != 0)
+    throw nb::value_error(("kvq.verify: element format " + name + " has no scales; pass scales=None").c_str());
+  std::vector<std::uint8_t> want(x.size);
+  kvq::encode_n<F>(x.data, x.size, want.data(), r, o);
+  std::vector<std::uint8_t> packed = want;
+  if (F::bits == 4) {
+    packed.assign((x.size + 1) / 2, 0);
+    for (std::size_t i = 0; i < x.size; ++i)
+      packed[i / 2] = static_cast<std::uint8_t>(packed[i / 2] | ((want[i] & 0x0Fu) << (4 * (i % 2))));
+  }
+  verify_report rep;
+  rep.scheme = name;
+  rep.shape = x.shape;
+  rep.codes = compare_codes_of<F>(packed, F::bits == 4 ? 4 : 8, x.size, codes, x.data, max_listed);
+  return rep;
+}
+
+verify_report verify_py(const std::string& scheme, const any_array& x, const any_array& codes,
+                        const std::optional<any_array>& scales, std::optional<float> tensor_value,
+                        const std::string& rnd, const std::string& ovf, std::size_t max_listed) {
+  const host_view<float> xv = view_as<float>(x, "kvq.verify", "x");
+  const host_view<std::uint8_t> cv = view_as<std::uint8_t>(codes, "kvq.verify", "codes");
+  element_format ef;
+  if (find_element_format(scheme, ef)) {
+    const kvq::rounding r = parse_rounding(rnd);
+    const kvq::overflow o = parse_overflow(ovf);
+    return std::visit(
+        [&](auto tag) { return verify_element<decltype(tag)>(scheme, xv, cv, scales, r, o, max_listed); }, ef);
+  }
+  const resolved_scheme rs = resolve_scheme(scheme);
+  return with_scheme(rs, [&](const auto& s) -> verify_report {
+    using S = std::decay_t<decltype(s)>;
+    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return {};
+    else return verify_scheme(s, rs.name, xv, cv, scales, tensor_value, max_listed);
+  });
+}
+
+std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64); }
+
+}  // namespace
+
+NB_MODULE(_kvq, m) {
+  m.doc() = "Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).";
+
+  m.def("formats", &formats_py,
+        "The element formats and their properties: one dict per format (name, bits, bias, max_finite, "
+        "min_normal, min_subnormal, specials, and what NaN, Inf, overflow and -0 encode to).");
+  m.def("format_table", &kvq::format_table_markdown, "The formats table as Markdown (what `kvq formats` prints).");
+  m.def("encode", &encode_py, nb::arg("x"), nb::arg("format"), nb::arg("rounding") = "nearest_even",
+        nb::arg("overflow") = "satfinite",
+        "Encode float32 or float64 values to codes of an element format (uint8, one code per element, "
+        "right-aligned; same shape as x). rounding: nearest_even (rn, the GPU's cvt.rn), toward_zero (rz), "
+        "up (ru), down (rd), nearest_away (rna). overflow: satfinite (PTX .satfinite) or nosat (Inf where the "
+        "format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly.");
+  m.def("encode_stochastic", &encode_stochastic_py, nb::arg("x"), nb::arg("format"), nb::arg("random_bits"),
+        nb::arg("overflow") = "satfinite",
+        "Stochastic rounding of float32 x with one caller-supplied uint32 per element: rounds away from zero iff "
+        "frac32 + random_bits >= 2^32 (frac32: the discarded fraction of a quantum as 32-bit fixed point).");
+  m.def("decode", &decode_py, nb::arg("codes"), nb::arg("format"), nb::arg("dtype") = "float32",
+        "Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN "
+        "codes decode to a quiet NaN with the code's sign.");
+
+  m.def("schemes", &scheme_names, "Names of the block quantization schemes.");
+  m.def("describe", &describe_py, nb::arg("name"),
+        "A block scheme's properties: recipe, source, storage_bits, block_size (None: the row), scale dtype, "
+        "tensor value meaning, exactness, element format.");
+  m.def("bits_per_value", &bits_per_value_py, nb::arg("name"), nb::arg("head_dim") = 128,
+        "Average stored bits per element of a row of head_dim values (block scales and zero points included, "
+        "the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.");
+  m.def("quantize", &quantize_py, nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(),
+        "Quantize float32 x (any shape; blocks run along the last dimension) with a block scheme. Returns "
+        "(codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + "
+        "(row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, "
+        "shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; "
+        "tensor_value the fp32 tensor-level value used (computed from x unless given), or None.");
+  m.def("dequantize", &dequantize_py, nb::arg("codes"), nb::arg("scales"), nb::arg("scheme"),
+        nb::arg("tensor_value") = nb::none(),
+        "Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,).");
+
+  nb::class_<kvq::verify::mismatch>(m, "Mismatch", "One differing element of a verification.")
+      .def_ro("index", &kvq::verify::mismatch::index, "flat element (or block) index")
+      .def_prop_ro("input",
+                   [](const kvq::verify::mismatch& mm) -> nb::object {
+                     return mm.has_input ? nb::cast(mm.input) : nb::none();
+                   },
+                   "the input value, or None (scales)")
+      .def_ro("expected_bits", &kvq::verify::mismatch::expected_bits, "kvq's element (code, scale byte, float bits)")
+      .def_ro("actual_bits", &kvq::verify::mismatch::actual_bits, "the caller's element")
+      .def_ro("expected_value", &kvq::verify::mismatch::expected_value, "kvq's element decoded")
+      .def_ro("actual_value", &kvq::verify::mismatch::actual_value, "the caller's element decoded")
+      .def("__repr__", [](const kvq::verify::mismatch& mm) {
+        std::ostringstream os;
+        os << "Mismatch(index=" << mm.index;
+        if (mm.has_input) os << ", input=" << kvq::verify::detail::num(mm.input);
+        os << ", expected=0x" << std::hex << mm.expected_bits << ", actual=0x" << mm.actual_bits << std::dec
+           << ", expected_value=" << kvq::verify::detail::num(mm.expected_value)
+           << ", actual_value=" << kvq::verify::detail::num(mm.actual_value) << ")";
+        return os.str();
+      });
+
+  nb::class_<kvq::verify::report>(m, "Comparison", "A bit-for-bit comparison of one buffer (codes or scales).")
+      .def_ro("name", &kvq::verify::report::name)
+      .def_ro("elements", &kvq::verify::report::elements, "elements compared")
+      .def_ro("mismatches", &kvq::verify::report::mismatches, "elements that differ")
+      .def_ro("first", &kvq::verify::report::first, "the first mismatches, by index")
+      .def_prop_ro("ok", &kvq::verify::report::ok)
+      .def_prop_ro("expected_hash", [](const kvq::verify::report& r) { return hex64(r.expected_hash); },
+                   "FNV-1a 64 of kvq's buffer")
+      .def_prop_ro("actual_hash", [](const kvq::verify::report& r) { return hex64(r.actual_hash); },
+                   "FNV-1a 64 of the caller's buffer")
+      .def("__str__", [](const kvq::verify::report& r) { return kvq::verify::to_string(r); })
+      .def("__repr__", [](const kvq::verify::report& r) {
+        return "<Comparison " + r.name + ": " + std::to_string(r.mismatches) + " of " + std::to_string(r.elements) +
+               " differ>";
+      });
+
+  nb::class_<verify_report>(m, "Report",
+                            "Result of kvq.verify: truthy `ok`; printing it lists the first mismatches (index, "
+                            "position, input, both codes and decoded values) and the buffers' hashes, so "
+                            "`assert r.ok, r` in pytest shows the problem.")
+      .def_ro("scheme", &verify_report::scheme)
+      .def_ro("shape", &verify_report::shape)
+      .def_prop_ro("ok", &verify_report::ok)
+      .def_ro("codes", &verify_report::codes, "the codes comparison")
+      .def_prop_ro("scales",
+                   [](const verify_report& r) -> nb::object { return r.has_scales ? nb::cast(r.scales) : nb::none(); },
+                   "the scales comparison, or None for schemes without block scales")
+      .def_prop_ro("code_mismatches", [](const verify_report& r) { return r.codes.mismatches; })
+      .def_prop_ro("scale_mismatches", [](const verify_report& r) { return r.has_scales ? r.scales.mismatches : 0; })
+      .def_prop_ro("tensor_value",
+                   [](const verify_report& r) -> nb::object {
+                     return r.has_tensor_value ? nb::cast(r.tensor_value) : nb::none();
+                   },
+                   "the tensor value kvq used, or None")
+      .def("__bool__", &verify_report::ok)
+      .def("__str__", &verify_report::text)
+      .def("__repr__", &verify_report::text);
+
+  m.def("verify", &verify_py, nb::arg("scheme"), nb::arg("x"), nb::arg("codes"), nb::arg("scales") = nb::none(),
+        nb::arg("tensor_value") = nb::none(), nb::arg("rounding") = "nearest_even",
+        nb::arg("overflow") = "satfinite", nb::arg("max_listed") = 10,
+        "Compare a kernel's codes (and block scales) with kvq's, bit for bit. scheme: a block scheme "
+        "(kvq.schemes()) or an element format (kvq.formats(); then rounding/overflow apply and scales is None). "
+        "Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. "
+        "tensor_value: the tensor-level value the kernel used (default: computed from x as the recipe does).");
+}
