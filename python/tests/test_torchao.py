@@ -1,0 +1,140 @@
+"""torchao's own quantization functions (CPU) as oracles for kvq's torchao recipes:
+NVFP4 (nvfp4_tensor.py nvfp4_quantize, single-level and with per_tensor_scale) and MX
+(mx_tensor.py to_mx, FLOOR and RCEIL, every element format)."""
+
+import numpy as np
+import pytest
+
+import kvq
+from conftest import block_edge_rows
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install torch torchao)")
+nvfp4 = pytest.importorskip("torchao.prototype.mx_formats.nvfp4_tensor", reason="torchao is not installed")
+mx = pytest.importorskip("torchao.prototype.mx_formats.mx_tensor", reason="torchao is not installed")
+from torchao.prototype.mx_formats.config import ScaleCalculationMode  # noqa: E402
+from torchao.prototype.mx_formats.constants import DTYPE_FP6_E2M3, DTYPE_FP6_E3M2  # noqa: E402
+
+
+def nvfp4_inputs(seed):
+    rng = np.random.default_rng(seed)
+    rows = [block_edge_rows(16, seed=seed, element_max=6.0).reshape(-1, 64)]
+    rows.append(rng.standard_normal((64, 256)).astype(np.float32).reshape(-1, 64))
+    rows.append((rng.standard_normal((32, 64)) * 1e-3).astype(np.float32))
+    return np.concatenate(rows)
+
+
+def finite_rows(x):
+    return x[np.isfinite(x).all(axis=1)]
+
+
+def unpack4(packed):
+    p = np.asarray(packed, dtype=np.uint8).reshape(-1)
+    return np.stack([p & 0xF, p >> 4], axis=-1).reshape(-1)
+
+
+def split_blocks(x, codes, scales, block, bits, ordinary):
+    """The blocks where `ordinary` holds and the rest, each as (x, codes, scales) with
+    one block per row (codes one per byte)."""
+    xb = x.reshape(-1, block)
+    cb = (unpack4(codes) if bits == 4 else np.asarray(codes).reshape(-1)).reshape(-1, block)
+    sb = np.asarray(scales).reshape(-1)
+    return [(xb[m], cb[m], sb[m]) for m in (ordinary, ~ordinary)]
+
+
+# torchao 0.18 differs from kvq's torchao recipes in blocks with non-finite values (and
+# for MX in blocks whose scale clamps to 2^-127); the ordinary blocks must match bit for
+# bit, the others are kept as strict xfails so a fix on either side is noticed.
+EDGE_REASON = ("torchao 0.18 edge blocks: NVFP4 NaN block codes 0x4 (f32_to_f4_unpacked on NaN bits), "
+               "MX NaN block scale 0xFF decoded as Inf so finite elements become 0, Inf block scale from the "
+               "exponent field (FLOOR 0xF7.., RCEIL 0xFE), scale code 0 divides by 2^-126 (F32_MIN_NORMAL "
+               "clamp); kvq models an earlier torchao")
+
+
+def nvfp4_single(seed):
+    x = nvfp4_inputs(seed)
+    scales, data = nvfp4.nvfp4_quantize(torch.from_numpy(x), block_size=16)
+    ordinary = np.isfinite(x.reshape(-1, 16)).all(axis=1)
+    return split_blocks(x, data.numpy(), scales.view(torch.uint8).numpy(), 16, 4, ordinary)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nvfp4_single_level(seed):
+    (x, c, s), _ = nvfp4_single(seed)
+    r = kvq.verify("nvfp4_torchao", x, c, s)
+    assert r.ok, r
+
+
+@pytest.mark.xfail(strict=True, reason=EDGE_REASON)
+def test_nvfp4_single_level_nan_blocks():
+    _, (x, c, s) = nvfp4_single(0)
+    assert len(x) > 0
+    r = kvq.verify("nvfp4_torchao", x, c, s)
+    assert r.ok, r
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_nvfp4_two_level(seed):
+    x = finite_rows(nvfp4_inputs(seed))  # a NaN/Inf amax makes the whole tensor NaN
+    amax = torch.max(torch.abs(torch.from_numpy(x)))
+    pts = nvfp4.per_tensor_amax_to_scale(amax)
+    scales, data = nvfp4.nvfp4_quantize(torch.from_numpy(x), block_size=16, per_tensor_scale=pts)
+    r = kvq.verify("nvfp4_torchao_two_level", x, data.numpy(), scales.view(torch.uint8).numpy(),
+                   tensor_value=float(pts))
+    assert r.ok, r
+
+
+def test_nvfp4_two_level_tensor_value_from_amax():
+    # kvq computes per_tensor_scale from the amax itself, as torchao does.
+    x = finite_rows(nvfp4_inputs(3))
+    pts = nvfp4.per_tensor_amax_to_scale(torch.max(torch.abs(torch.from_numpy(x))))
+    _, _, tv = kvq.quantize(x, "nvfp4_torchao_two_level")
+    assert np.float32(tv).view(np.uint32) == np.float32(pts.item()).view(np.uint32), (tv, pts.item())
+
+
+ELEMENTS = [
+    ("e4m3", lambda: torch.float8_e4m3fn, "mxfp8_e4m3", 448.0),
+    ("e5m2", lambda: torch.float8_e5m2, "mxfp8_e5m2", 57344.0),
+    ("e3m2", lambda: DTYPE_FP6_E3M2, "mxfp6_e3m2", 28.0),
+    ("e2m3", lambda: DTYPE_FP6_E2M3, "mxfp6_e2m3", 7.5),
+    ("e2m1", lambda: torch.float4_e2m1fn_x2, "mxfp4", 6.0),
+]
+
+
+def element_codes(data_lp):
+    if data_lp.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return data_lp.view(torch.uint8).numpy()
+    return data_lp.numpy()  # FP6: one code per byte; FP4: packed, element 2i low
+
+
+def mx_case(dtype, emax, mode):
+    rng = np.random.default_rng(11)
+    x = np.concatenate([block_edge_rows(32, seed=5, element_max=emax).reshape(-1, 128),
+                        rng.standard_normal((64, 128)).astype(np.float32)])
+    scale, data = mx.to_mx(torch.from_numpy(x), dtype(), 32, getattr(ScaleCalculationMode, mode))
+    scale = scale.view(torch.uint8).numpy().reshape(-1)
+    codes = element_codes(data)
+    ordinary = np.isfinite(x.reshape(-1, 32)).all(axis=1) & (scale > 0) & (scale < 0xFF)
+    bits = 4 if dtype() is torch.float4_e2m1fn_x2 else 8
+    return split_blocks(x, codes, scale, 32, bits, ordinary)
+
+
+MODES = [("FLOOR", "_floor"), ("RCEIL", "_rceil_torchao")]
+
+
+@pytest.mark.parametrize("elem,dtype,prefix,emax", ELEMENTS, ids=[e[0] for e in ELEMENTS])
+@pytest.mark.parametrize("mode,suffix", MODES)
+def test_mx(elem, dtype, prefix, emax, mode, suffix):
+    (x, c, s), _ = mx_case(dtype, emax, mode)
+    assert len(x) > 100
+    r = kvq.verify(prefix + suffix, x, c, s)
+    assert r.ok, r
+
+
+@pytest.mark.xfail(strict=True, reason=EDGE_REASON)
+@pytest.mark.parametrize("elem,dtype,prefix,emax", ELEMENTS, ids=[e[0] for e in ELEMENTS])
+@pytest.mark.parametrize("mode,suffix", MODES)
+def test_mx_edge_blocks(elem, dtype, prefix, emax, mode, suffix):
+    _, (x, c, s) = mx_case(dtype, emax, mode)
+    assert len(x) > 0
+    r = kvq.verify(prefix + suffix, x, c, s)
+    assert r.ok, r
