@@ -664,38 +664,53 @@ std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64)
 NB_MODULE(_kvq, m) {
   m.doc() = "Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).";
 
-  m.def("formats", &formats_py,
+  m.def("formats", &formats_py, nb::sig("def formats() -> list[dict[str, typing.Any]]"),
         "The element formats and their properties: one dict per format (name, bits, bias, max_finite, "
         "min_normal, min_subnormal, specials, and what NaN, Inf, overflow and -0 encode to).");
   m.def("format_table", &kvq::format_table_markdown, "The formats table as Markdown (what `kvq formats` prints).");
-  m.def("encode", &encode_py, nb::arg("x"), nb::arg("format"), nb::arg("rounding") = "nearest_even",
+  m.def("encode", &encode_py,
+        nb::sig("def encode(x: numpy.typing.ArrayLike, format: str, rounding: str = 'nearest_even', "
+                "overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]"),
+        nb::arg("x"), nb::arg("format"), nb::arg("rounding") = "nearest_even",
         nb::arg("overflow") = "satfinite",
         "Encode float32 or float64 values to codes of an element format (uint8, one code per element, "
         "right-aligned; same shape as x). rounding: nearest_even (rn, the GPU's cvt.rn), toward_zero (rz), "
         "up (ru), down (rd), nearest_away (rna). overflow: satfinite (PTX .satfinite) or nosat (Inf where the "
         "format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly.");
-  m.def("encode_stochastic", &encode_stochastic_py, nb::arg("x"), nb::arg("format"), nb::arg("random_bits"),
+  m.def("encode_stochastic", &encode_stochastic_py,
+        nb::sig("def encode_stochastic(x: numpy.typing.ArrayLike, format: str, random_bits: numpy.typing.ArrayLike, "
+                "overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]"),
+        nb::arg("x"), nb::arg("format"), nb::arg("random_bits"),
         nb::arg("overflow") = "satfinite",
         "Stochastic rounding of float32 x with one caller-supplied uint32 per element: rounds away from zero iff "
         "frac32 + random_bits >= 2^32 (frac32: the discarded fraction of a quantum as 32-bit fixed point).");
-  m.def("decode", &decode_py, nb::arg("codes"), nb::arg("format"), nb::arg("dtype") = "float32",
+  m.def("decode", &decode_py,
+        nb::sig("def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32') -> "
+                "numpy.typing.NDArray[numpy.floating]"),
+        nb::arg("codes"), nb::arg("format"), nb::arg("dtype") = "float32",
         "Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN "
         "codes decode to a quiet NaN with the code's sign.");
 
   m.def("schemes", &scheme_names, "Names of the block quantization schemes.");
-  m.def("describe", &describe_py, nb::arg("name"),
+  m.def("describe", &describe_py, nb::sig("def describe(name: str) -> dict[str, typing.Any]"), nb::arg("name"),
         "A block scheme's properties: recipe, source, storage_bits, block_size (None: the row), scale dtype, "
         "tensor value meaning, exactness, element format.");
   m.def("bits_per_value", &bits_per_value_py, nb::arg("name"), nb::arg("head_dim") = 128,
         "Average stored bits per element of a row of head_dim values (block scales and zero points included, "
         "the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.");
-  m.def("quantize", &quantize_py, nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(),
+  m.def("quantize", &quantize_py,
+        nb::sig("def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> "
+                "tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[typing.Any] | None, float | None]"),
+        nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(),
         "Quantize float32 x (any shape; blocks run along the last dimension) with a block scheme. Returns "
         "(codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + "
         "(row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, "
         "shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; "
         "tensor_value the fp32 tensor-level value used (computed from x unless given), or None.");
-  m.def("dequantize", &dequantize_py, nb::arg("codes"), nb::arg("scales"), nb::arg("scheme"),
+  m.def("dequantize", &dequantize_py,
+        nb::sig("def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, "
+                "tensor_value: float | None = None) -> numpy.typing.NDArray[numpy.float32]"),
+        nb::arg("codes"), nb::arg("scales"), nb::arg("scheme"),
         nb::arg("tensor_value") = nb::none(),
         "Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,).");
 
@@ -758,7 +773,11 @@ NB_MODULE(_kvq, m) {
       .def("__str__", &verify_report::text)
       .def("__repr__", &verify_report::text);
 
-  m.def("verify", &verify_py, nb::arg("scheme"), nb::arg("x"), nb::arg("codes"), nb::arg("scales") = nb::none(),
+  m.def("verify", &verify_py,
+        nb::sig("def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, "
+                "scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, "
+                "rounding: str = 'nearest_even', overflow: str = 'satfinite', max_listed: int = 10) -> Report"),
+        nb::arg("scheme"), nb::arg("x"), nb::arg("codes"), nb::arg("scales") = nb::none(),
         nb::arg("tensor_value") = nb::none(), nb::arg("rounding") = "nearest_even",
         nb::arg("overflow") = "satfinite", nb::arg("max_listed") = 10,
         "Compare a kernel's codes (and block scales) with kvq's, bit for bit. scheme: a block scheme "

@@ -1,0 +1,160 @@
+"""
+Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).
+"""
+
+from typing import Any
+
+import numpy
+import numpy.typing
+
+
+def formats() -> list[dict[str, Any]]:
+    """
+    The element formats and their properties: one dict per format (name, bits, bias, max_finite, min_normal, min_subnormal, specials, and what NaN, Inf, overflow and -0 encode to).
+    """
+
+def format_table() -> str:
+    """The formats table as Markdown (what `kvq formats` prints)."""
+
+def encode(x: numpy.typing.ArrayLike, format: str, rounding: str = 'nearest_even', overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]:
+    """
+    Encode float32 or float64 values to codes of an element format (uint8, one code per element, right-aligned; same shape as x). rounding: nearest_even (rn, the GPU's cvt.rn), toward_zero (rz), up (ru), down (rd), nearest_away (rna). overflow: satfinite (PTX .satfinite) or nosat (Inf where the format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly.
+    """
+
+def encode_stochastic(x: numpy.typing.ArrayLike, format: str, random_bits: numpy.typing.ArrayLike, overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]:
+    """
+    Stochastic rounding of float32 x with one caller-supplied uint32 per element: rounds away from zero iff frac32 + random_bits >= 2^32 (frac32: the discarded fraction of a quantum as 32-bit fixed point).
+    """
+
+def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32') -> numpy.typing.NDArray[numpy.floating]:
+    """
+    Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN codes decode to a quiet NaN with the code's sign.
+    """
+
+def schemes() -> list[str]:
+    """Names of the block quantization schemes."""
+
+def describe(name: str) -> dict[str, Any]:
+    """
+    A block scheme's properties: recipe, source, storage_bits, block_size (None: the row), scale dtype, tensor value meaning, exactness, element format.
+    """
+
+def bits_per_value(name: str, head_dim: int = 128) -> float:
+    """
+    Average stored bits per element of a row of head_dim values (block scales and zero points included, the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.
+    """
+
+def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | None]:
+    """
+    Quantize float32 x (any shape; blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (computed from x unless given), or None.
+    """
+
+def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, tensor_value: float | None = None) -> numpy.typing.NDArray[numpy.float32]:
+    """
+    Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,).
+    """
+
+class Mismatch:
+    """One differing element of a verification."""
+
+    @property
+    def index(self) -> int:
+        """flat element (or block) index"""
+
+    @property
+    def input(self) -> object:
+        """the input value, or None (scales)"""
+
+    @property
+    def expected_bits(self) -> int:
+        """kvq's element (code, scale byte, float bits)"""
+
+    @property
+    def actual_bits(self) -> int:
+        """the caller's element"""
+
+    @property
+    def expected_value(self) -> float:
+        """kvq's element decoded"""
+
+    @property
+    def actual_value(self) -> float:
+        """the caller's element decoded"""
+
+    def __repr__(self) -> str: ...
+
+class Comparison:
+    """A bit-for-bit comparison of one buffer (codes or scales)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def elements(self) -> int:
+        """elements compared"""
+
+    @property
+    def mismatches(self) -> int:
+        """elements that differ"""
+
+    @property
+    def first(self) -> list[Mismatch]:
+        """the first mismatches, by index"""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def expected_hash(self) -> str:
+        """FNV-1a 64 of kvq's buffer"""
+
+    @property
+    def actual_hash(self) -> str:
+        """FNV-1a 64 of the caller's buffer"""
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+class Report:
+    """
+    Result of kvq.verify: truthy `ok`; printing it lists the first mismatches (index, position, input, both codes and decoded values) and the buffers' hashes, so `assert r.ok, r` in pytest shows the problem.
+    """
+
+    @property
+    def scheme(self) -> str: ...
+
+    @property
+    def shape(self) -> list[int]: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def codes(self) -> Comparison:
+        """the codes comparison"""
+
+    @property
+    def scales(self) -> object:
+        """the scales comparison, or None for schemes without block scales"""
+
+    @property
+    def code_mismatches(self) -> int: ...
+
+    @property
+    def scale_mismatches(self) -> int: ...
+
+    @property
+    def tensor_value(self) -> object:
+        """the tensor value kvq used, or None"""
+
+    def __bool__(self) -> bool: ...
+
+    def __str__(self) -> str: ...
+
+    def __repr__(self) -> str: ...
+
+def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, rounding: str = 'nearest_even', overflow: str = 'satfinite', max_listed: int = 10) -> Report:
+    """
+    Compare a kernel's codes (and block scales) with kvq's, bit for bit. scheme: a block scheme (kvq.schemes()) or an element format (kvq.formats(); then rounding/overflow apply and scales is None). Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the kernel used (default: computed from x as the recipe does).
+    """
