@@ -77,14 +77,14 @@ struct host_view {
   std::vector<T> copy;  // used only when the layout does not allow a view
 };
 
-template <class T>
-host_view<T> view_as(const any_array& a, const char* fn, const char* arg) {
+void require_cpu(const any_array& a, const char* fn, const char* arg) {
   if (a.device_type() != nb::device::cpu::value)
     throw nb::value_error((std::string(fn) + ": " + arg + " must be on the CPU (move GPU tensors with .cpu())").c_str());
-  if (a.dtype() != nb::dtype<T>())
-    throw nb::type_error((std::string(fn) + ": " + arg + " has dtype " + dtype_text(a.dtype()) + ", expected " +
-                          dtype_text(nb::dtype<T>()))
-                             .c_str());
+}
+
+// The elements of a (whose dtype the caller has checked to be T-sized) as T.
+template <class T>
+host_view<T> gather(const any_array& a) {
   host_view<T> v;
   v.shape = shape_of(a);
   v.size = a.size();
@@ -112,6 +112,50 @@ host_view<T> view_as(const any_array& a, const char* fn, const char* arg) {
   }
   v.data = v.copy.data();
   return v;
+}
+
+template <class T>
+host_view<T> view_as(const any_array& a, const char* fn, const char* arg) {
+  require_cpu(a, fn, arg);
+  if (a.dtype() != nb::dtype<T>())
+    throw nb::type_error((std::string(fn) + ": " + arg + " has dtype " + dtype_text(a.dtype()) + ", expected " +
+                          dtype_text(nb::dtype<T>()))
+                             .c_str());
+  return gather<T>(a);
+}
+
+// Input of a block scheme: float32, or float16 / bfloat16 read through the recipe's
+// 16-bit input path (kvq::block::fp16_input / bf16_input).
+struct block_input {
+  enum class kind { f32, fp16, bf16 } k = kind::f32;
+  host_view<float> f;
+  host_view<std::uint16_t> h;
+  std::vector<float> widened;  // 16-bit inputs as float, for the reports
+  const std::vector<std::size_t>& shape() const { return k == kind::f32 ? f.shape : h.shape; }
+  std::size_t size() const { return k == kind::f32 ? f.size : h.size; }
+  const float* values() const { return k == kind::f32 ? f.data : widened.data(); }
+};
+
+block_input read_block_input(const any_array& a, const char* fn) {
+  require_cpu(a, fn, "x");
+  block_input in;
+  const nb::dlpack::dtype bf16{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+  if (a.dtype() == nb::dtype<float>()) {
+    in.f = gather<float>(a);
+    return in;
+  }
+  if (a.dtype() == bf16 || a.dtype() == nb::dlpack::dtype{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}) {
+    in.k = a.dtype() == bf16 ? block_input::kind::bf16 : block_input::kind::fp16;
+    in.h = gather<std::uint16_t>(a);
+    in.widened.resize(in.h.size);
+    for (std::size_t i = 0; i < in.h.size; ++i)
+      in.widened[i] = in.k == block_input::kind::bf16 ? kvq::block::bf16_input::load(in.h.data[i])
+                                                      : kvq::block::fp16_input::load(in.h.data[i]);
+    return in;
+  }
+  throw nb::type_error((std::string(fn) + ": x has dtype " + dtype_text(a.dtype()) +
+                        ", expected float32, float16 or bfloat16")
+                           .c_str());
 }
 
 template <class T>
@@ -365,6 +409,21 @@ void reject_zero_points(const std::string& name, const char* fn) {
 }
 
 template <class S>
+float quantize_input(const S& s, const block_input& x, kvq::block::tensor_value tv, std::uint8_t* codes,
+                     std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales) {
+  namespace b = kvq::block;
+  nb::gil_scoped_release unlocked;
+  switch (x.k) {
+    case block_input::kind::bf16:
+      return b::quantize<S, b::bf16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales);
+    case block_input::kind::fp16:
+      return b::quantize<S, b::fp16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales);
+    case block_input::kind::f32: break;
+  }
+  return b::quantize<S, b::f32_input>(s, x.f.data, x.f.size, tv, codes, code_bytes, scales, n_scales);
+}
+
+template <class S>
 nb::object scale_array(std::vector<typename S::scale_type>&& sc, const std::vector<std::size_t>& shape) {
   if constexpr (S::scale_bytes == 0) {
     return nb::none();
@@ -382,22 +441,18 @@ struct quantized_buffers {
 };
 
 template <class S>
-nb::object quantize_scheme(const S& proto, const std::string& name, const host_view<float>& x,
+nb::object quantize_scheme(const S& proto, const std::string& name, const block_input& x,
                            std::optional<float> tensor_value) {
   reject_zero_points<S>(name, "kvq.quantize");
-  const std::size_t row = x.shape.empty() ? 1 : x.shape.back();
+  const std::size_t row = x.shape().empty() ? 1 : x.shape().back();
   const S s = scheme_for_row(proto, row, name, "kvq.quantize");
-  const kb::buffer_sizes z = kb::sizes_of(s, x.size);
+  const kb::buffer_sizes z = kb::sizes_of(s, x.size());
   std::vector<std::uint8_t> codes(z.code_bytes);
   std::vector<typename S::scale_type> scales(z.scales);
   const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
-  float t = 1.0f;
-  {
-    nb::gil_scoped_release unlocked;
-    t = kb::quantize(s, x.data, x.size, tv, codes.data(), codes.size(), scales.data(), scales.size());
-  }
-  const std::vector<std::size_t> code_shape = with_last(x.shape, row * S::storage_bits / 8);
-  const std::vector<std::size_t> scale_shape = with_last(x.shape, row / s.block_size());
+  const float t = quantize_input(s, x, tv, codes.data(), codes.size(), scales.data(), scales.size());
+  const std::vector<std::size_t> code_shape = with_last(x.shape(), row * S::storage_bits / 8);
+  const std::vector<std::size_t> scale_shape = with_last(x.shape(), row / s.block_size());
   nb::object tv_out = S::tensor == kb::tensor_kind::none ? nb::none() : nb::cast(t);
   return nb::make_tuple(to_numpy(std::move(codes), code_shape), scale_array<S>(std::move(scales), scale_shape),
                         tv_out);
@@ -405,7 +460,7 @@ nb::object quantize_scheme(const S& proto, const std::string& name, const host_v
 
 nb::object quantize_py(const any_array& x, const std::string& scheme, std::optional<float> tensor_value) {
   const resolved_scheme r = resolve_scheme(scheme);
-  const host_view<float> v = view_as<float>(x, "kvq.quantize", "x");
+  const block_input v = read_block_input(x, "kvq.quantize");
   return with_scheme(r, [&](const auto& s) -> nb::object {
     using S = std::decay_t<decltype(s)>;
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();  // rejected by resolve_scheme
@@ -572,23 +627,24 @@ kvq::verify::report compare_codes_of(const std::vector<std::uint8_t>& want_packe
 }
 
 template <class S>
-verify_report verify_scheme(const S& proto, const std::string& name, const host_view<float>& x,
+verify_report verify_scheme(const S& proto, const std::string& name, const block_input& x,
                             const host_view<std::uint8_t>& codes, const std::optional<any_array>& scales_a,
                             std::optional<float> tensor_value, std::size_t max_listed) {
   reject_zero_points<S>(name, "kvq.verify");
-  const std::size_t row = x.shape.empty() ? 1 : x.shape.back();
+  const std::size_t row = x.shape().empty() ? 1 : x.shape().back();
   const S s = scheme_for_row(proto, row, name, "kvq.verify");
-  const kb::buffer_sizes z = kb::sizes_of(s, x.size);
+  const kb::buffer_sizes z = kb::sizes_of(s, x.size());
   std::vector<std::uint8_t> want(z.code_bytes);
   std::vector<typename S::scale_type> want_scales(z.scales);
   const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
-  const float t = kb::quantize(s, x.data, x.size, tv, want.data(), want.size(), want_scales.data(), want_scales.size());
+  const float t = quantize_input(s, x, tv, want.data(), want.size(), want_scales.data(), want_scales.size());
   verify_report rep;
   rep.scheme = name;
-  rep.shape = x.shape;
+  rep.shape = x.shape();
   rep.has_tensor_value = S::tensor != kb::tensor_kind::none;
   rep.tensor_value = t;
-  rep.codes = compare_codes_of<typename S::element_format>(want, S::storage_bits, x.size, codes, x.data, max_listed);
+  rep.codes = compare_codes_of<typename S::element_format>(want, S::storage_bits, x.size(), codes, x.values(),
+                                                           max_listed);
   if constexpr (S::scale_bytes == 0) {
     if (scales_a && scales_a->size() != 0)
       throw nb::value_error(("kvq.verify: scheme " + name + " has no block scales; pass scales=None").c_str());
@@ -602,7 +658,7 @@ verify_report verify_scheme(const S& proto, const std::string& name, const host_
                              std::to_string(z.blocks) + " blocks expected")
                                 .c_str());
     rep.has_scales = true;
-    rep.scale_shape = with_last(x.shape, row / s.block_size());
+    rep.scale_shape = with_last(x.shape(), row / s.block_size());
     if constexpr (std::is_same<T, float>::value) {
       rep.scales = kvq::verify::compare(want_scales.data(), got.data, z.blocks, "scales (float32)",
                                         kvq::verify::float_decoder{}, nullptr, max_listed);
@@ -640,16 +696,17 @@ verify_report verify_element(const std::string& name, const host_view<float>& x,
 verify_report verify_py(const std::string& scheme, const any_array& x, const any_array& codes,
                         const std::optional<any_array>& scales, std::optional<float> tensor_value,
                         const std::string& rnd, const std::string& ovf, std::size_t max_listed) {
-  const host_view<float> xv = view_as<float>(x, "kvq.verify", "x");
   const host_view<std::uint8_t> cv = view_as<std::uint8_t>(codes, "kvq.verify", "codes");
   element_format ef;
   if (find_element_format(scheme, ef)) {
+    const host_view<float> xv = view_as<float>(x, "kvq.verify", "x");
     const kvq::rounding r = parse_rounding(rnd);
     const kvq::overflow o = parse_overflow(ovf);
     return std::visit(
         [&](auto tag) { return verify_element<decltype(tag)>(scheme, xv, cv, scales, r, o, max_listed); }, ef);
   }
   const resolved_scheme rs = resolve_scheme(scheme);
+  const block_input xv = read_block_input(x, "kvq.verify");
   return with_scheme(rs, [&](const auto& s) -> verify_report {
     using S = std::decay_t<decltype(s)>;
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return {};
@@ -702,7 +759,8 @@ NB_MODULE(_kvq, m) {
         nb::sig("def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> "
                 "tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[typing.Any] | None, float | None]"),
         nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(),
-        "Quantize float32 x (any shape; blocks run along the last dimension) with a block scheme. Returns "
+        "Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks "
+        "run along the last dimension) with a block scheme. Returns "
         "(codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + "
         "(row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, "
         "shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; "

@@ -218,3 +218,15 @@ def test_tensor_value_given():
     assert tv2 == np.float32(2 * tv)
     assert kvq.verify("nvfp4_te", x, c2, s2, tensor_value=2 * tv).ok
     assert not kvq.verify("nvfp4_te", x, c2, s2).ok
+
+
+@pytest.mark.parametrize("scheme", ["nvfp4_te", "nvfp4_torchao", "mxfp4_floor", "mxfp8_e4m3_rceil", "fp8_e4m3"])
+def test_float16_input_is_its_float32_widening(scheme):
+    # float16 goes through the recipe's fp16 input path; for these recipes the result is
+    # that of the (exact) float32 widening.
+    x = np.random.default_rng(3).standard_normal((4, 64)).astype(np.float16)
+    c16, s16, t16 = kvq.quantize(x, scheme)
+    c32, s32, t32 = kvq.quantize(x.astype(np.float32), scheme)
+    assert (c16 == c32).all() and t16 == t32
+    assert s16 is None or (s16 == s32).all()
+    assert kvq.verify(scheme, x, c16, s16).ok

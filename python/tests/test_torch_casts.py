@@ -97,3 +97,13 @@ def test_dlpack_tensor_input_is_read_in_place():
     assert (c == c2).all() and (s == s2).all() and tv == tv2
     # a transposed (non-contiguous) tensor is gathered, not rejected
     assert (kvq.encode(t.T, "e5m2") == kvq.encode(np.ascontiguousarray(x.T), "e5m2")).all()
+
+
+@pytest.mark.parametrize("scheme", ["nvfp4_te", "mxfp8_e4m3_floor", "fp8_per_token_head"])
+def test_bfloat16_tensor_input(scheme):
+    # bfloat16 CPU tensors arrive through DLPack and take the recipe's bf16 input path.
+    t = torch.randn(8, 64, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
+    cb, sb, tb = kvq.quantize(t, scheme)
+    c32, s32, t32 = kvq.quantize(t.float(), scheme)
+    assert (cb == c32).all() and (sb == s32).all() and tb == t32
+    assert kvq.verify(scheme, t, cb, sb).ok
