@@ -46,7 +46,7 @@ def bits_per_value(name: str, head_dim: int = 128) -> float:
 
 def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | None]:
     """
-    Quantize float32 x (any shape; blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (computed from x unless given), or None.
+    Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (computed from x unless given), or None.
     """
 
 def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, tensor_value: float | None = None) -> numpy.typing.NDArray[numpy.float32]:
