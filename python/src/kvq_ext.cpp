@@ -594,6 +594,27 @@ struct verify_report {
     if (has_scales) kvq::verify::print(os, scales, scale_shape);
     return os.str();
   }
+  // One line, the first mismatch of each buffer first: pytest shows a non-string
+  // assertion message through repr() cut to about 240 characters.
+  std::string line() const {
+    std::ostringstream os;
+    os << "kvq.verify(" << scheme << "): " << (ok() ? "OK" : "MISMATCH");
+    auto part = [&](const char* what, const kvq::verify::report& r, const std::vector<std::size_t>& sh) {
+      os << "; " << what << " " << r.mismatches << " of " << r.elements << " differ";
+      if (r.first.empty()) return;
+      const kvq::verify::mismatch& m = r.first.front();
+      os << ", first [" << m.index << "]";
+      const std::string pos = kvq::verify::detail::multi_index(m.index, sh);
+      if (!pos.empty()) os << " " << pos;
+      if (m.has_input) os << " x=" << kvq::verify::detail::num(m.input);
+      os << " kvq " << kvq::verify::detail::element(m.expected_bits, m.expected_value, r) << " got "
+         << kvq::verify::detail::element(m.actual_bits, m.actual_value, r);
+    };
+    part("codes", codes, shape);
+    if (has_scales) part("scales", scales, scale_shape);
+    os << " (str() for the table)";
+    return os.str();
+  }
 };
 
 template <class E>
@@ -829,7 +850,7 @@ NB_MODULE(_kvq, m) {
                    "the tensor value kvq used, or None")
       .def("__bool__", &verify_report::ok)
       .def("__str__", &verify_report::text)
-      .def("__repr__", &verify_report::text);
+      .def("__repr__", &verify_report::line);
 
   m.def("verify", &verify_py,
         nb::sig("def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, "

@@ -195,6 +195,9 @@ def test_verify_report():
     assert int(r.codes.actual_hash, 16) == fnv1a64(bad.tobytes())
     text = str(r)
     assert "MISMATCH" in text and "1 of 256" in text and "(2, 11)" in text and "1 of 8" in text
+    line = repr(r)  # what pytest shows for `assert r.ok, r`: one line, first mismatches first
+    assert "\n" not in line and line.startswith("kvq.verify(mxfp4_floor): MISMATCH; codes 1 of 256 differ, first [139]")
+    assert "(2, 11)" in line and "scales 1 of 8 differ, first [7] (3, 1)" in line
     # one code per byte is accepted too
     unpacked = np.stack([codes & 0xF, codes >> 4], axis=-1).reshape(4, 64)
     assert kvq.verify("mxfp4_floor", x, unpacked, scales).ok
