@@ -31,6 +31,7 @@
 #include <kvq/block.hpp>
 #include <kvq/format.hpp>
 #include <kvq/format/info.hpp>
+#include <kvq/kv/registry.hpp>
 #include <kvq/kv/store.hpp>
 #include <kvq/verify/compare.hpp>
 
@@ -310,52 +311,30 @@ nb::list formats_py() {
 // ----------------------------------------------------------------------------- block schemes
 namespace kb = kvq::block;
 
-// Recipes that kvq has but the KV-store format list does not name (torchao's RCEIL
-// rule differs from TE's in its NaN handling and inverse scale).
-using extra_scheme = std::variant<kb::mx_rceil_torchao<f::e4m3>, kb::mx_rceil_torchao<f::e5m2>,
-                                  kb::mx_rceil_torchao<f::e3m2>, kb::mx_rceil_torchao<f::e2m3>,
-                                  kb::mx_rceil_torchao<f::e2m1>>;
-constexpr const char* extra_scheme_names[] = {"mxfp8_e4m3_rceil_torchao", "mxfp8_e5m2_rceil_torchao",
-                                              "mxfp6_e3m2_rceil_torchao", "mxfp6_e2m3_rceil_torchao",
-                                              "mxfp4_rceil_torchao"};
-
 struct resolved_scheme {
-  std::string name;
-  std::variant<kvq::kv::kv_format, extra_scheme> scheme;
+  std::string name;                 // canonical
+  kvq::kv::kv_format scheme;        // the storage format behind it
+  kvq::kv::tensor_rule rule;        // how the tensor value is chosen when none is given
 };
 
-template <std::size_t I = 0>
-bool find_extra(const std::string& name, extra_scheme& out) {
-  if constexpr (I == std::variant_size<extra_scheme>::value) {
-    return false;
-  } else {
-    if (name == extra_scheme_names[I]) {
-      out = extra_scheme(std::in_place_index<I>);
-      return true;
-    }
-    return find_extra<I + 1>(name, out);
-  }
+// THE scheme-name lookup of the bindings: the library's scheme registry
+// (kvq/kv/registry.hpp), so a name means the same bits here as in the kvq command.
+resolved_scheme resolve_scheme(const std::string& name) {
+  const auto s = kvq::kv::registry::global().lookup(name);
+  if (!s) throw nb::value_error(("unknown scheme '" + name + "' (known: " + kvq::kv::scheme_list() + ")").c_str());
+  if (!s->format)
+    throw nb::value_error(("scheme '" + s->name + "' is a user scheme without a kvq storage format").c_str());
+  if (std::holds_alternative<kvq::kv::hp_format>(*s->format))
+    throw nb::value_error(("'" + s->name + "' is a high-precision storage format, not a block scheme").c_str());
+  return {s->name, *s->format, s->rule};
 }
 
-// THE scheme-name lookup of the bindings: every function that takes a scheme name
-// comes through here, so a single registry can replace it in one place.
-resolved_scheme resolve_scheme(const std::string& name) {
-  extra_scheme e;
-  if (find_extra(name, e)) return {name, e};
-  kvq::kv::kv_format k;
-  try {
-    k = kvq::kv::format_by_name(name);
-  } catch (const std::invalid_argument&) {
-    k = kvq::kv::hp_format::fp32;  // reported below with the list of block schemes
-    std::string known;
-    for (std::size_t i = 1; i < std::variant_size<kvq::kv::kv_format>::value; ++i)
-      known += (known.empty() ? "" : ", ") + std::string(kvq::kv::kv_format_names[i]);
-    for (const char* n : extra_scheme_names) known += std::string(", ") + n;
-    throw nb::value_error(("unknown scheme '" + name + "' (known: " + known + ")").c_str());
-  }
-  if (std::holds_alternative<kvq::kv::hp_format>(k))
-    throw nb::value_error(("'" + name + "' is a high-precision storage format, not a block scheme").c_str());
-  return {name, k};
+/// The tensor value a call uses: the caller's, else 1.0 for schemes whose rule is
+/// `unit` (vLLM's default k_scale), else none (the recipe computes it from the data).
+std::optional<float> effective_tensor_value(const resolved_scheme& r, std::optional<float> given) {
+  if (given) return given;
+  if (r.rule == kvq::kv::tensor_rule::unit) return 1.0f;
+  return std::nullopt;
 }
 
 // Names quantize/dequantize/verify accept (zero-point schemes are only described).
@@ -363,9 +342,7 @@ std::vector<std::string> scheme_names();
 
 template <class Fn>
 decltype(auto) with_scheme(const resolved_scheme& r, Fn&& fn) {
-  return std::visit([&](const auto& outer) -> decltype(auto) {
-    return std::visit([&](const auto& s) -> decltype(auto) { return fn(s); }, outer);
-  }, r.scheme);
+  return std::visit([&](const auto& s) -> decltype(auto) { return fn(s); }, r.scheme);
 }
 
 template <class T>
@@ -464,7 +441,7 @@ nb::object quantize_py(const any_array& x, const std::string& scheme, std::optio
   return with_scheme(r, [&](const auto& s) -> nb::object {
     using S = std::decay_t<decltype(s)>;
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();  // rejected by resolve_scheme
-    else return quantize_scheme(s, r.name, v, tensor_value);
+    else return quantize_scheme(s, r.name, v, effective_tensor_value(r, tensor_value));
   });
 }
 
@@ -518,7 +495,7 @@ nb::object dequantize_py(const any_array& codes, const std::optional<any_array>&
   return with_scheme(r, [&](const auto& s) -> nb::object {
     using S = std::decay_t<decltype(s)>;
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();
-    else return dequantize_scheme(s, r.name, codes, scales, tensor_value);
+    else return dequantize_scheme(s, r.name, codes, scales, effective_tensor_value(r, tensor_value));
   });
 }
 
@@ -569,8 +546,10 @@ std::vector<std::string> scheme_names() {
     });
     if (!zp) out.push_back(n);
   };
-  for (std::size_t i = 1; i < std::variant_size<kvq::kv::kv_format>::value; ++i) add(kvq::kv::kv_format_names[i]);
-  for (const char* n : extra_scheme_names) add(n);
+  for (const std::string& n : kvq::kv::scheme_names()) {
+    const auto s = kvq::kv::registry::global().lookup(n);
+    if (s->format && !std::holds_alternative<kvq::kv::hp_format>(*s->format)) add(n.c_str());
+  }
   return out;
 }
 
@@ -731,7 +710,7 @@ verify_report verify_py(const std::string& scheme, const any_array& x, const any
   return with_scheme(rs, [&](const auto& s) -> verify_report {
     using S = std::decay_t<decltype(s)>;
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return {};
-    else return verify_scheme(s, rs.name, xv, cv, scales, tensor_value, max_listed);
+    else return verify_scheme(s, rs.name, xv, cv, scales, effective_tensor_value(rs, tensor_value), max_listed);
   });
 }
 
@@ -785,7 +764,7 @@ NB_MODULE(_kvq, m) {
         "(codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + "
         "(row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, "
         "shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; "
-        "tensor_value the fp32 tensor-level value used (computed from x unless given), or None.");
+        "tensor_value the fp32 tensor-level value used (unless given: 1.0 for schemes whose registry rule is unit, such as fp8_e4m3, else computed from x as the recipe does), or None.");
   m.def("dequantize", &dequantize_py,
         nb::sig("def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, "
                 "tensor_value: float | None = None) -> numpy.typing.NDArray[numpy.float32]"),

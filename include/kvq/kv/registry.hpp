@@ -353,6 +353,16 @@ inline registry::registry() {
               R::none);
   add_builtin("mxfp4_rceil", "MXFP4, round-up scale rule (cuBLAS/CUTLASS/TransformerEngine)", b::mxfp4_rceil{},
               R::none);
+  add_builtin("mxfp8_e4m3_rceil_torchao", "MXFP8 e4m3, round-up scale rule as torchao RCEIL (_to_mx_rceil)",
+              b::mx_rceil_torchao<kvq::fmt::e4m3>{}, R::none);
+  add_builtin("mxfp8_e5m2_rceil_torchao", "MXFP8 e5m2, round-up scale rule as torchao RCEIL",
+              b::mx_rceil_torchao<kvq::fmt::e5m2>{}, R::none);
+  add_builtin("mxfp6_e3m2_rceil_torchao", "MXFP6 e3m2, round-up scale rule as torchao RCEIL",
+              b::mx_rceil_torchao<kvq::fmt::e3m2>{}, R::none);
+  add_builtin("mxfp6_e2m3_rceil_torchao", "MXFP6 e2m3, round-up scale rule as torchao RCEIL",
+              b::mx_rceil_torchao<kvq::fmt::e2m3>{}, R::none);
+  add_builtin("mxfp4_rceil_torchao", "MXFP4, round-up scale rule as torchao RCEIL", b::mx_rceil_torchao<kvq::fmt::e2m1>{},
+              R::none);
   add_builtin("kivi_int2", "KIVI INT2: keys per channel, values per token, groups of 32, fp32 window of 128",
               b::kivi_int2{}, R::none);
   add_builtin("kivi_int4", "KIVI INT4: keys per channel, values per token, groups of 32, fp32 window of 128",

@@ -49,6 +49,9 @@ using kv_format =
                  block::nvfp4_torchao_two_level, block::mxfp8_e4m3_floor, block::mxfp8_e5m2_floor,
                  block::mxfp6_e3m2_floor, block::mxfp6_e2m3_floor, block::mxfp4_floor, block::mxfp8_e4m3_rceil,
                  block::mxfp8_e5m2_rceil, block::mxfp6_e3m2_rceil, block::mxfp6_e2m3_rceil, block::mxfp4_rceil,
+                 block::mx_rceil_torchao<fmt::e4m3>, block::mx_rceil_torchao<fmt::e5m2>,
+                 block::mx_rceil_torchao<fmt::e3m2>, block::mx_rceil_torchao<fmt::e2m3>,
+                 block::mx_rceil_torchao<fmt::e2m1>,
                  block::fp8_e4m3_per_tensor, block::fp8_e5m2_per_tensor, block::fp8_per_token_head,
                  block::int8_per_token_head, block::kivi_int2, block::kivi_int4, block::kivi_int8,
                  block::kivi_group_fp16<2>, block::kivi_group_fp16<4>, block::kivi_group_fp16<8>>;
