@@ -1,8 +1,10 @@
-# kvq-npy-verify: the command-line .npy verifier (include/kvq/verify/npy_verify.hpp).
+# kvq-npy-verify: the command-line .npy verifier (tools/kvq/verify_cli.hpp over
+# include/kvq/verify/npy_verify.hpp).
 add_executable(kvq_npy_verify ${CMAKE_CURRENT_LIST_DIR}/npy_verify.cpp)
 set_target_properties(kvq_npy_verify PROPERTIES
   OUTPUT_NAME kvq-npy-verify
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
-target_link_libraries(kvq_npy_verify PRIVATE kvq::kvq)
+target_include_directories(kvq_npy_verify PRIVATE ${CMAKE_CURRENT_LIST_DIR})
+target_link_libraries(kvq_npy_verify PRIVATE kvq::study)
 target_compile_options(kvq_npy_verify PRIVATE ${KVQ_WARNINGS})
 install(TARGETS kvq_npy_verify RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

@@ -50,25 +50,17 @@ inline constexpr double threshold = 0.002;
 inline constexpr long long beyond = 32768;
 
 // Softmax weights of one query, as kvq::attention::reference_query computes them (the
-// output P.V is not needed for a ranking, so it is skipped).
-inline void weights_reference(const float* q, const matrix_f& K, double* p) {
-  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
-  const double rsd = kvq::math::sqrt(static_cast<double>(d));
-  for (std::size_t t = 0; t < n; ++t) p[t] = kvq::reduce::tree_dot<double>(q, K.data() + t * d, d) / rsd;
-  const double m = kvq::reduce::tree_max(p, n);
-  for (std::size_t t = 0; t < n; ++t) p[t] = kvq::math::exp(p[t] - m);
-  const double Z = kvq::reduce::tree_sum(p, n);
-  for (std::size_t t = 0; t < n; ++t) p[t] = p[t] / Z;
+// The weights of one query: the attention kernels' own (kvq/attention/kernels.hpp), in
+// double on the original keys and in fp32 on the dequantized ones.
+inline kvq::attention::rows_view<float> rows_of(const matrix_f& K) {
+  return {K.data(), static_cast<std::size_t>(K.rows()), static_cast<std::size_t>(K.cols()),
+          static_cast<std::size_t>(K.cols())};
 }
-
-// ... and as kvq::attention::storage_query does in fp32 (p widened to double exactly).
+inline void weights_reference(const float* q, const matrix_f& K, double* p) {
+  kvq::attention::reference_weights(q, rows_of(K), p);
+}
 inline void weights_fp32(const float* q, const matrix_f& K, float scale, float* s, double* p) {
-  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
-  for (std::size_t t = 0; t < n; ++t) s[t] = kvq::reduce::tree_dot<float>(q, K.data() + t * d, d) * scale;
-  const float m = kvq::reduce::tree_max(s, n);
-  for (std::size_t t = 0; t < n; ++t) s[t] = kvq::math::exp(s[t] - m);
-  const float Z = kvq::reduce::tree_sum(s, n);
-  for (std::size_t t = 0; t < n; ++t) p[t] = static_cast<double>(s[t] / Z);
+  kvq::attention::storage_weights(q, rows_of(K), scale, s, p);
 }
 
 // Best (smallest) 1-based attention rank over the span's tokens (kvq::metrics order:

@@ -31,71 +31,28 @@ using kvq::attention::codec_of;
 using kvq::attention::transform_of;
 
 // ---------------------------------------------------------------------------
-// Per-query metrics between the reference row (p, o) and an emulated one (ph, oh).
-struct query_metrics {
-  double tau_b = 0, wtau = 0, rho = 0;
-  double recall8 = 0, recall64 = 0, flip = 0;
-  double kl = 0, js = 0, tv = 0;
-  double dropped_mass = 0;  // emulated mass outside the reference top-64 minus the reference's
-  double underflow = 0;     // fraction of keys with p > 0 and p^ = 0
-  double out_rel_l1 = 0, out_cos = 0, out_rmse = 0;
-  bool nonfinite = false;
-};
+// Per-query metrics: the library's suite (kvq/metrics/suite.hpp), the same definitions
+// and list of k as the device batch.
+using query_metrics = kvq::metrics::query_metrics;
 
 // Column names and help of query_metrics, in the order of values().
-inline const std::vector<std::pair<const char*, const char*>>& query_metric_columns() {
-  static const std::vector<std::pair<const char*, const char*>> c = {
-      {"kendall_tau_b", "Kendall tau-b between p and p^ over all keys (1 = same order)"},
-      {"weighted_tau", "weighted Kendall tau, hyperbolic weights on the top ranks (1 = same order)"},
-      {"spearman_rho", "Spearman rank correlation between p and p^"},
-      {"recall_at_8", "|top8(p) & top8(p^)| / 8"},
-      {"recall_at_64", "|top64(p) & top64(p^)| / 64"},
-      {"argmax_flip", "share of queries whose most-attended key changes"},
-      {"kl", "KL(p || p^) in nats (queries with an infinite KL are counted in nonfinite_queries)"},
-      {"js", "Jensen-Shannon divergence in nats"},
-      {"tv", "total variation distance"},
-      {"dropped_mass", "emulated minus reference attention mass outside the reference top-64"},
-      {"p_underflow", "fraction of keys with p > 0 whose emulated probability is exactly 0"},
-      {"out_rel_l1", "relative L1 error of the attention output o = P.V"},
-      {"out_cosine", "cosine similarity of reference and emulated output"},
-      {"out_rmse", "RMSE of the attention output"},
-  };
+inline std::vector<std::pair<const char*, const char*>> query_metric_columns() {
+  std::vector<std::pair<const char*, const char*>> c;
+  for (const auto& m : kvq::metrics::metric_columns) c.emplace_back(m.name, m.help);
   return c;
 }
 
 inline std::vector<double> values(const query_metrics& m) {
-  return {m.tau_b, m.wtau,        m.rho,       m.recall8,    m.recall64, m.flip,    m.kl,
-          m.js,    m.tv,          m.dropped_mass, m.underflow, m.out_rel_l1, m.out_cos, m.out_rmse};
+  std::vector<double> v(kvq::metrics::metric_count);
+  kvq::metrics::metric_values(m, v.data());
+  return v;
 }
 
 template <class O>
 query_metrics evaluate(const double* p, const double* ph, std::size_t n, const double* o, const O* oh, std::size_t d,
                        kvq::metrics::workspace& ws) {
-  namespace m = kvq::metrics;
   ws.reserve(n);
-  query_metrics r;
-  auto v = ws.view();
-  r.tau_b = m::kendall_tau_b(p, ph, n, v);
-  r.wtau = m::weighted_kendall_tau(p, ph, n, v);
-  r.rho = n <= m::spearman_max_n ? m::spearman_rho(p, ph, n, v) : std::nan("");
-  const std::size_t ks[2] = {8 < n ? 8 : n, 64 < n ? 64 : n};
-  m::topk_result tk[2];
-  m::topk_metrics(p, ph, n, ks, 2, tk, v);
-  r.recall8 = tk[0].recall;
-  r.recall64 = tk[1].recall;
-  r.dropped_mass = tk[1].emulated_outside - tk[1].reference_outside;
-  r.flip = m::argmax_flip(p, ph, n);
-  const auto kl = m::kl_divergence(p, ph, n);
-  r.kl = kl.value;
-  r.js = m::js_divergence(p, ph, n);
-  r.tv = m::total_variation(p, ph, n);
-  r.underflow = m::underflow(p, ph, n).fraction;
-  const auto oe = m::output_metrics(o, oh, d);
-  r.out_rel_l1 = oe.relative_l1;
-  r.out_cos = oe.cosine;
-  r.out_rmse = oe.rmse;
-  r.nonfinite = oe.nonfinite > 0 || !(r.kl == r.kl) || kl.infinite_terms > 0;
-  return r;
+  return kvq::metrics::evaluate_query(p, ph, n, o, oh, d, ws.view());
 }
 
 // Mean of each metric over queries (kvq::metrics::aggregate: the tree sum of the finite

@@ -11,3 +11,4 @@
 #include <kvq/metrics/topk.hpp>
 #include <kvq/metrics/weighted_tau.hpp>
 #include <kvq/metrics/workspace.hpp>
+#include <kvq/metrics/suite.hpp>

@@ -70,19 +70,19 @@ TEST_CASE("scheme catalogue: names, head_dim checks, scale sharing", "[cli][sche
   // bf16 keeps bf16-representable values and rounds others to nearest even.
   const float in[3] = {1.0f, 1.00390625f /* 1 + 2^-8: a tie, to even */, 1.01171875f /* 1 + 3*2^-8 */};
   float out[3];
-  find_scheme("bf16").qdq(kv_role::key, in, out, 1, 3);
+  find_scheme("bf16").round_trip(kv_role::key, in, out, 1, 3);
   CHECK(out[0] == 1.0f);
   CHECK(out[1] == 1.0f);
   CHECK(out[2] == 1.015625f);
-  // KIVI keeps the last 128 tokens (and an incomplete key group) in fp16: a 100-token
+  // KIVI keeps the last n mod 128 keys at full precision (fp32 for kivi_int4): a 100-token
   // context is not quantized at all.
   std::vector<float> k(100 * 32), kh(k.size());
   for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i % 7) * 0.25f;
-  find_scheme("kivi_int4").qdq(kv_role::key, k.data(), kh.data(), 100, 32);
+  find_scheme("kivi_int4").round_trip(kv_role::key, k.data(), kh.data(), 100, 32);
   CHECK(std::memcmp(k.data(), kh.data(), k.size() * sizeof(float)) == 0);
 }
 
-TEST_CASE("citation weights equal kvq::attention's reference and storage kernels bit for bit", "[cli][attention]") {
+TEST_CASE("the weights-only kernels the citations study calls equal the full attention paths bit for bit", "[cli][attention]") {
   kvq::inject::qkv_config c;
   c.tokens = 300;
   c.queries = 3;
@@ -92,7 +92,7 @@ TEST_CASE("citation weights equal kvq::attention's reference and storage kernels
   const kvq::matrix_f& K = x.k[0];
   const kvq::matrix_f& V = x.v[0];
   kvq::matrix_f Kh(K.rows(), K.cols());
-  find_scheme("nvfp4_te").qdq(kv_role::key, K.data(), Kh.data(), 300, 64);
+  find_scheme("nvfp4_te").round_trip(kv_role::key, K.data(), Kh.data(), 300, 64);
 
   const kvq::attention::reference_attention ref(K, V);
   const kvq::attention::storage_attention emu(Kh, V, {});

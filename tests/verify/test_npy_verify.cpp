@@ -13,7 +13,10 @@
 #include <kvq/verify/npy.hpp>
 #include <kvq/verify/npy_verify.hpp>
 
+#include "verify_cli.hpp"
+
 using namespace kvq::verify;
+using kvq::cli::npy_verify_main;
 namespace fs = std::filesystem;
 
 namespace {

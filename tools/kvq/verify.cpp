@@ -1,8 +1,8 @@
-// kvq verify — the npy verifier of the verify layer (kvq/verify/npy_verify.hpp), which
+// kvq verify — the npy verifier (verify_cli.hpp over kvq/verify/npy_verify.hpp), which
 // compares tensors a GPU kernel dumped as .npy with the emulator, bit for bit.
 #include "subcommands.hpp"
 
-#include <kvq/verify/npy_verify.hpp>
+#include "verify_cli.hpp"
 
 namespace kvq::cli {
 
@@ -13,7 +13,7 @@ int cmd_verify(const std::vector<std::string>& args, const char* argv0) {
   std::vector<char*> av;
   for (auto& s : store) av.push_back(s.data());
   av.push_back(nullptr);
-  return kvq::verify::npy_verify_main(static_cast<int>(store.size()), av.data());
+  return kvq::cli::npy_verify_main(static_cast<int>(store.size()), av.data());
 }
 
 }  // namespace kvq::cli

@@ -87,20 +87,30 @@ KVQ_HD constexpr std::size_t pv_scratch(std::size_t rows, std::size_t d) {
 
 // ---------------------------------------------------------------------------
 // Double-precision reference.
-// Scratch: acc = pv_scratch(n, d) doubles, tmp = d doubles. p = n doubles, o = d doubles.
-KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, rows_view<float> V, double* p,
-                                           double* o, double* acc, double* tmp) {
-  query_status st;
+// The weights alone: p = softmax(q.K^T / sqrt(d)) in double (n doubles); returns whether
+// a score was not finite.
+KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double* p) {
+  bool nonfinite = false;
   const std::size_t n = K.rows, d = K.cols;
   const double rsd = math::sqrt(static_cast<double>(d));
   for (std::size_t t = 0; t < n; ++t) {
     p[t] = reduce::tree_dot<double>(q, K.row(t), d) / rsd;
-    if (!detail::finite(p[t])) st.nonfinite_scores = true;
+    if (!detail::finite(p[t])) nonfinite = true;
   }
   const double m = reduce::tree_max(p, n);
   for (std::size_t t = 0; t < n; ++t) p[t] = math::exp(p[t] - m);
   const double Z = reduce::tree_sum(p, n);
   for (std::size_t t = 0; t < n; ++t) p[t] = p[t] / Z;
+  return nonfinite;
+}
+
+// Weights and output. Scratch: acc = pv_scratch(n, d) doubles, tmp = d doubles. p = n
+// doubles, o = d doubles.
+KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, rows_view<float> V, double* p,
+                                           double* o, double* acc, double* tmp) {
+  query_status st;
+  const std::size_t d = K.cols, n = K.rows;
+  st.nonfinite_scores = reference_weights(q, K, p);
   reduce::tree_vector_accumulator<double> pv(acc, d);
   for (std::size_t t = 0; t < n; ++t) pv.push_scaled(p[t], V.row(t), tmp);
   pv.result(o);
@@ -112,17 +122,36 @@ KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, r
 // Storage-only emulation: fp32 (or bf16) math over already dequantized K/V.
 // In bf16 mode the caller passes q, K, V already rounded to bf16.
 // Scratch: s = n floats, acc = pv_scratch(n, d) floats, tmp = d floats.
+// The unnormalised fp32 softmax: s[t] = exp(q.k_t * scale - max) and Z = their tree sum;
+// returns whether a score was not finite.
+KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float scale, float* s, float& Z) {
+  bool nonfinite = false;
+  const std::size_t n = K.rows, d = K.cols;
+  for (std::size_t t = 0; t < n; ++t) {
+    s[t] = reduce::tree_dot<float>(q, K.row(t), d) * scale;
+    if (!detail::finite(s[t])) nonfinite = true;
+  }
+  const float m = reduce::tree_max(s, n);
+  for (std::size_t t = 0; t < n; ++t) s[t] = math::exp(s[t] - m);
+  Z = reduce::tree_sum(s, n);
+  return nonfinite;
+}
+
+// The fp32 weights alone, p[t] = s[t] / Z widened to double (scratch s: n floats), as
+// storage_query computes them without bf16.
+KVQ_HD inline bool storage_weights(const float* q, rows_view<float> K, float scale, float* s, double* p) {
+  float Z = 0.0f;
+  const bool nonfinite = storage_softmax(q, K, scale, s, Z);
+  for (std::size_t t = 0; t < K.rows; ++t) p[t] = static_cast<double>(s[t] / Z);
+  return nonfinite;
+}
+
 KVQ_HD inline query_status storage_query(const float* q, rows_view<float> K, rows_view<float> V, float scale,
                                          bool bf16, double* p_eff, float* o, float* s, float* acc, float* tmp) {
   query_status st;
   const std::size_t n = K.rows, d = K.cols;
-  for (std::size_t t = 0; t < n; ++t) {
-    s[t] = reduce::tree_dot<float>(q, K.row(t), d) * scale;
-    if (!detail::finite(s[t])) st.nonfinite_scores = true;
-  }
-  const float m = reduce::tree_max(s, n);
-  for (std::size_t t = 0; t < n; ++t) s[t] = math::exp(s[t] - m);
-  const float Z = reduce::tree_sum(s, n);
+  float Z = 0.0f;
+  st.nonfinite_scores = storage_softmax(q, K, scale, s, Z);
   reduce::tree_vector_accumulator<float> pv(acc, d);
   if (!bf16) {
     for (std::size_t t = 0; t < n; ++t) {

@@ -2,8 +2,10 @@
 // reference weights P and emulated weights P̂ for a batch of queries, on any Thrust
 // device system.
 //
-// One work item per query calls the metrics layer's own KVQ_HD functions with its own
-// workspace slice, so every value is the serial function's bits on every backend.
+// One work item per query calls the metrics suite (kvq/metrics/suite.hpp: the same
+// definitions and default k as the host studies) with its own workspace slice, so every
+// value is the serial function's bits on every backend. The output-error fields stay 0:
+// the batch compares weights only.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +16,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/device/system.hpp>
-#include <kvq/metrics/distribution.hpp>
-#include <kvq/metrics/rank.hpp>
-#include <kvq/metrics/topk.hpp>
-#include <kvq/metrics/weighted_tau.hpp>
+#include <kvq/metrics/suite.hpp>
 #include <kvq/metrics/workspace.hpp>
 
 #include <thrust/device_vector.h>
@@ -27,13 +26,8 @@
 namespace kvq {
 namespace device {
 
-/// The metrics of one query (see kvq/metrics/ for definitions and NaN conventions).
-struct query_metrics {
-  double kendall_tau_b = 0, weighted_tau = 0, spearman_rho = 0;
-  double kl = 0, js = 0, tv = 0, underflow_fraction = 0, argmax_flip = 0;
-  double topk_recall[3] = {0, 0, 0};       // k = 1, 8, 32 (capped at n)
-  double topk_dropped_mass[3] = {0, 0, 0};  // emulated mass outside the reference top-k
-};
+/// The metrics of one query: the suite's type (see kvq/metrics/suite.hpp).
+using query_metrics = metrics::query_metrics;
 
 namespace detail {
 struct metrics_fn {
@@ -48,21 +42,7 @@ struct metrics_fn {
     const double* qi = q + i * n;
     const metrics::workspace_view ws{a + i * n, b + i * n, c + i * n, d + i * n, i64 + i * n, f64 + i * n, n};
     query_metrics m;
-    m.kendall_tau_b = metrics::kendall_tau_b(pi, qi, n, ws);
-    m.weighted_tau = metrics::weighted_kendall_tau(pi, qi, n, ws);
-    m.spearman_rho = metrics::spearman_rho(pi, qi, n, ws);
-    m.kl = metrics::kl_divergence(pi, qi, n).value;
-    m.js = metrics::js_divergence(pi, qi, n);
-    m.tv = metrics::total_variation(pi, qi, n);
-    m.underflow_fraction = metrics::underflow(pi, qi, n).fraction;
-    m.argmax_flip = metrics::argmax_flip(pi, qi, n);
-    const std::size_t ks[3] = {1 < n ? std::size_t(1) : n, 8 < n ? std::size_t(8) : n, 32 < n ? std::size_t(32) : n};
-    metrics::topk_result r[3];
-    metrics::topk_metrics(pi, qi, n, ks, 3, r, ws);
-    for (int k = 0; k < 3; ++k) {
-      m.topk_recall[k] = r[k].recall;
-      m.topk_dropped_mass[k] = r[k].emulated_outside;
-    }
+    metrics::weight_metrics(pi, qi, n, ws, m);
     out[i] = m;
   }
 };

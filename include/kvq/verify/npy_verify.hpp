@@ -27,13 +27,14 @@
 //   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0
 // Block schemes (kvq/block.hpp recipes; --tensor-value V gives the recipe's fp32 tensor
 // value — TE: the tensor amax; vLLM: k_scale; torchao two-level: per_tensor_scale —
-// otherwise it is computed from the input as the recipe does):
-//   nvfp4_te nvfp4_vllm nvfp4_vllm_4over6 nvfp4_torchao nvfp4_torchao_two_level
-//   mxfp{8_e4m3,8_e5m2,6_e3m2,6_e2m3,4}_{floor,rceil} fp8_e4m3_per_tensor
-//   fp8_e5m2_per_tensor fp8_per_token_head (block = the input's last dimension)
+// otherwise the scheme's rule of the registry, kvq/kv/registry.hpp: 1.0 for fp8_e4m3 /
+// fp8_e5m2, else computed from the input as the recipe does): every registry scheme whose
+// format is a block recipe without zero points (nvfp4_*, mxfp*_{floor,rceil,rceil_torchao},
+// fp8_e4m3, fp8_e4m3_cal, fp8_e5m2, fp8_e5m2_cal, fp8_per_token_head with block = the
+// input's last dimension), by canonical name or alias.
 //
-// The program is npy_verify_main(); tools/npy_verify.cpp wraps it, and the kvq command
-// calls it as its `verify` subcommand.
+// The command-line program (tools/kvq/verify_cli.hpp: kvq verify and kvq-npy-verify) wraps
+// npy_verify and npy_make_example.
 #pragma once
 
 #include <cstddef>
@@ -474,108 +475,5 @@ inline std::string npy_make_example(const std::string& dir, const std::string& s
   }
   return cmd;
 }
-
-inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
-  os << "usage: " << prog << " --scheme NAME --input X.npy --codes C.npy [--scales S.npy]\n"
-     << "         [--tensor-value V] [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
-     << "       " << prog << " --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
-     << "       " << prog << " --list-schemes | --help\n"
-     << "Quantizes X with kvq's scheme NAME and compares the result with the codes (and block scales)\n"
-     << "bit for bit. --rounding/--overflow apply to element schemes, --tensor-value to block schemes\n"
-     << "with a tensor value (default: computed from X as the recipe does).\n"
-     << "Exit status: 0 match, 1 mismatch, 2 bad usage or input.\n";
-}
-
-// The program. argv[0] is the program name (the kvq command passes "kvq verify").
-// Returns the exit status.
-inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
-  std::string prog = argc > 0 && argv[0] ? argv[0] : "kvq-npy-verify";
-  if (const auto slash = prog.find_last_of('/'); slash != std::string::npos) prog = prog.substr(slash + 1);
-  try {
-    npy_verify_request req;
-    std::string make_dir;
-    bool have_scheme = false, element_opts = false;
-    std::size_t rows = 8, cols = 64;
-    std::uint64_t seed = 1;
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i] ? argv[i] : "";
-      const auto value = [&](const char* opt) -> std::string {
-        if (i + 1 >= argc || !argv[i + 1]) throw std::invalid_argument(std::string(opt) + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--help" || a == "-h") {
-        npy_verify_usage(out, prog);
-        return 0;
-      } else if (a == "--list-schemes") {
-        for (const auto& s : detail::schemes())
-          out << s.name << (s.name.size() < 24 ? std::string(24 - s.name.size(), ' ') : std::string(" "))
-              << s.what << "\n";
-        return 0;
-      } else if (a == "--scheme") {
-        req.scheme = value("--scheme");
-        have_scheme = true;
-      } else if (a == "--input") {
-        req.input = value("--input");
-      } else if (a == "--codes") {
-        req.codes = value("--codes");
-      } else if (a == "--scales") {
-        req.scales = value("--scales");
-      } else if (a == "--tensor-value") {
-        req.tensor_value = detail::parse_float("--tensor-value", value("--tensor-value"));
-        req.has_tensor_value = true;
-      } else if (a == "--rounding") {
-        req.r = detail::parse_rounding(value("--rounding"));
-        element_opts = true;
-      } else if (a == "--overflow") {
-        req.o = detail::parse_overflow(value("--overflow"));
-        element_opts = true;
-      } else if (a == "--max-report") {
-        req.max_listed = detail::parse_count("--max-report", value("--max-report"), 0, 1000000);
-      } else if (a == "--make-example") {
-        make_dir = value("--make-example");
-      } else if (a == "--rows") {
-        rows = detail::parse_count("--rows", value("--rows"), 1, std::size_t{1} << 20);
-      } else if (a == "--cols") {
-        cols = detail::parse_count("--cols", value("--cols"), 1, std::size_t{1} << 20);
-      } else if (a == "--seed") {
-        seed = detail::parse_count("--seed", value("--seed"), 0, static_cast<std::size_t>(-1));
-      } else {
-        throw std::invalid_argument("unknown argument '" + a + "' (see --help)");
-      }
-    }
-    const detail::scheme_entry& scheme = detail::require_scheme(req.scheme);
-    if (scheme.block && element_opts)
-      throw std::invalid_argument("--rounding/--overflow apply to element schemes; " + scheme.name +
-                                  " follows its recipe");
-    if (!make_dir.empty()) {
-      if (rows * cols > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
-      const std::string cmd = npy_make_example(make_dir, req.scheme, rows, cols, seed);
-      out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";
-      return 0;
-    }
-    if (!have_scheme) throw std::invalid_argument("--scheme is required (see --list-schemes)");
-    if (req.input.empty()) throw std::invalid_argument("--input is required");
-    if (req.codes.empty()) throw std::invalid_argument("--codes is required");
-    const npy_verify_result res = npy_verify(req);
-    out << "scheme " << res.scheme;
-    if (!scheme.block) out << " (rounding " << to_string(req.r) << ", overflow " << to_string(req.o) << ")";
-    out << ", input shape " << npy::shape_string(res.shape) << "\n";
-    if (res.has_tensor_value)
-      out << "tensor value " << detail::num(res.tensor_value) << " ("
-          << (res.tensor_value_given ? "given" : "computed from the input") << ")\n";
-    print(out, res.codes, res.shape);
-    if (res.has_scales) print(out, res.scales, res.scale_shape);
-    out << (res.ok() ? "MATCH" : "MISMATCH") << "\n";
-    return res.ok() ? 0 : 1;
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    for (char& c : msg)
-      if (c == '\n') c = ' ';
-    err << prog << ": error: " << msg << "\n";
-    return 2;
-  }
-}
-
-inline int npy_verify_main(int argc, char** argv) { return npy_verify_main(argc, argv, std::cout, std::cerr); }
 
 }  // namespace kvq::verify

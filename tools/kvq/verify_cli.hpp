@@ -1,0 +1,130 @@
+// The .npy verifier's command line (kvq verify, kvq-npy-verify), parsed with CLI11; the
+// work is the verify layer's npy_verify / npy_make_example (kvq/verify/npy_verify.hpp).
+//
+//   PROG --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [--tensor-value V]
+//        [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]
+//   PROG --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]
+//   PROG --list-schemes | --help
+//
+// Exit status: 0 match, 1 mismatch, 2 bad usage or input (one line on stderr).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iostream>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <kvq/verify/npy_verify.hpp>
+
+namespace kvq::cli {
+
+inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
+  os << "usage: " << prog << " --scheme NAME --input X.npy --codes C.npy [--scales S.npy]\n"
+     << "         [--tensor-value V] [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
+     << "       " << prog << " --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
+     << "       " << prog << " --list-schemes | --help\n"
+     << "Quantizes X with kvq's scheme NAME (an element format such as e4m3, or a registry scheme\n"
+     << "such as nvfp4_te) and compares the result with the codes (and block scales) bit for bit.\n"
+     << "--rounding/--overflow apply to element formats, --tensor-value to block schemes with a\n"
+     << "tensor value (default: the scheme's rule, e.g. 1.0 for fp8_e4m3, else computed from X).\n"
+     << "Exit status: 0 match, 1 mismatch, 2 bad usage or input.\n";
+}
+
+// argv[0] is the program name (the kvq command passes "kvq verify"). Returns the exit status.
+inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  namespace v = kvq::verify;
+  std::string prog = argc > 0 && argv[0] ? argv[0] : "kvq-npy-verify";
+  if (const auto slash = prog.find_last_of('/'); slash != std::string::npos) prog = prog.substr(slash + 1);
+  try {
+    CLI::App app{"kvq .npy verifier", prog};
+    app.set_help_flag();
+    bool help = false, list = false;
+    v::npy_verify_request req;
+    std::string scheme, make_dir, tensor_value, rounding, overflow, max_report, rows_s, cols_s, seed_s;
+    app.add_flag("-h,--help", help);
+    app.add_flag("--list-schemes", list);
+    CLI::Option* o_scheme = app.add_option("--scheme", scheme);
+    app.add_option("--input", req.input);
+    app.add_option("--codes", req.codes);
+    app.add_option("--scales", req.scales);
+    CLI::Option* o_tv = app.add_option("--tensor-value", tensor_value);
+    CLI::Option* o_round = app.add_option("--rounding", rounding);
+    CLI::Option* o_over = app.add_option("--overflow", overflow);
+    CLI::Option* o_max = app.add_option("--max-report", max_report);
+    CLI::Option* o_make = app.add_option("--make-example", make_dir);
+    CLI::Option* o_rows = app.add_option("--rows", rows_s);
+    CLI::Option* o_cols = app.add_option("--cols", cols_s);
+    CLI::Option* o_seed = app.add_option("--seed", seed_s);
+    std::vector<std::string> args;
+    for (int i = argc - 1; i >= 1; --i) args.push_back(argv[i] ? argv[i] : "");
+    try {
+      app.parse(args);
+    } catch (const CLI::ParseError& e) {
+      throw std::invalid_argument(std::string(e.what()) + " (see --help)");
+    }
+    if (help) {
+      npy_verify_usage(out, prog);
+      return 0;
+    }
+    if (list) {
+      for (const auto& s : v::detail::schemes())
+        out << s.name << (s.name.size() < 24 ? std::string(24 - s.name.size(), ' ') : std::string(" ")) << s.what
+            << "\n";
+      return 0;
+    }
+    if (o_scheme->count()) req.scheme = scheme;
+    if (o_tv->count()) {
+      req.tensor_value = v::detail::parse_float("--tensor-value", tensor_value);
+      req.has_tensor_value = true;
+    }
+    if (o_round->count()) req.r = v::detail::parse_rounding(rounding);
+    if (o_over->count()) req.o = v::detail::parse_overflow(overflow);
+    if (o_max->count()) req.max_listed = v::detail::parse_count("--max-report", max_report, 0, 1000000);
+    std::size_t rows = 8, cols = 64;
+    std::uint64_t seed = 1;
+    if (o_rows->count()) rows = v::detail::parse_count("--rows", rows_s, 1, std::size_t{1} << 20);
+    if (o_cols->count()) cols = v::detail::parse_count("--cols", cols_s, 1, std::size_t{1} << 20);
+    if (o_seed->count()) seed = v::detail::parse_count("--seed", seed_s, 0, static_cast<std::size_t>(-1));
+    const v::detail::scheme_entry& s = v::detail::require_scheme(req.scheme);
+    if (s.block && (o_round->count() || o_over->count()))
+      throw std::invalid_argument("--rounding/--overflow apply to element schemes; " + s.name + " follows its recipe");
+    if (o_make->count()) {
+      if (make_dir.empty()) throw std::invalid_argument("--make-example: empty directory name");
+      if (rows * cols > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
+      const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed);
+      out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";
+      return 0;
+    }
+    if (!o_scheme->count()) throw std::invalid_argument("--scheme is required (see --list-schemes)");
+    if (req.input.empty()) throw std::invalid_argument("--input is required");
+    if (req.codes.empty()) throw std::invalid_argument("--codes is required");
+    const v::npy_verify_result res = v::npy_verify(req);
+    out << "scheme " << res.scheme;
+    if (!s.block) out << " (rounding " << to_string(req.r) << ", overflow " << to_string(req.o) << ")";
+    out << ", input shape " << v::npy::shape_string(res.shape) << "\n";
+    if (res.has_tensor_value) {
+      const auto reg = kvq::kv::registry::global().lookup(res.scheme);
+      const bool unit = reg && reg->rule == kvq::kv::tensor_rule::unit;
+      out << "tensor value " << v::detail::num(res.tensor_value) << " ("
+          << (res.tensor_value_given ? "given" : unit ? "the scheme's fixed value" : "computed from the input") << ")\n";
+    }
+    v::print(out, res.codes, res.shape);
+    if (res.has_scales) v::print(out, res.scales, res.scale_shape);
+    out << (res.ok() ? "MATCH" : "MISMATCH") << "\n";
+    return res.ok() ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    for (char& c : msg)
+      if (c == '\n') c = ' ';
+    err << prog << ": error: " << msg << "\n";
+    return 2;
+  }
+}
+
+inline int npy_verify_main(int argc, char** argv) { return npy_verify_main(argc, argv, std::cout, std::cerr); }
+
+}  // namespace kvq::cli
