@@ -1,0 +1,270 @@
+// kvq/compact/attention_matching.hpp — KV compaction by Attention Matching (Zweiger,
+// Fu, Guo, Kim, "Fast KV Compaction via Attention Matching", arXiv 2602.16284, sec. 3).
+//
+// For reference queries q_1..q_m with original scores s_it = q_i . k_t / sqrt(d), a
+// compacted cache (C_k, beta, C_v) of t keys should preserve, for every q_i,
+//
+//   the attention mass   sum_j exp(q_i . C_k[j] / sqrt(d) + beta_j) = sum_t exp(s_it)     (1)
+//   the output           sum_j softmax_j(...) C_v[j]               = sum_t p_it v_t     (2)
+//
+// so that the compacted block mixes with any other tokens exactly as the original
+// block would. The keys are a subset of the original keys; then (1) is linear in
+// w_j = exp(beta_j) >= 0 and (2) is linear in C_v:
+//
+//   beta:  min_{w >= 0} || A w - b ||_2,  A_ij = exp(s_i,kept_j - M_i),
+//          b_i = sum_t exp(s_it - M_i),    M_i = max_t s_it                (NNLS)
+//   C_v:   min || X C_v - Y ||_F^2 + lambda || C_v - V_kept ||_F^2,
+//          X_ij = softmax_j(s_i,kept + beta) with the stored float beta, Y = P V
+//
+// (the shift M_i scales row i of (1) by exp(-M_i), which keeps the masses in [0, n]
+// without changing the problem's solution per query; it weights queries by their
+// normalised rather than absolute mass, as the reference code does).
+//
+// Key selection (the paper's two variants):
+//   * highest RMS attention: score_t = sqrt(mean_i p_it^2), the `budget` best tokens;
+//   * orthogonal matching pursuit on (1): r = b; repeat budget times: pick the unselected
+//     column j of the full mass matrix E_it = exp(s_it - M_i) maximising <E_j, r>
+//     (ties: lowest j), refit w on the selected columns by NNLS, r = b - E_S w.
+//
+// Safeguards (documented in docs/compaction.md):
+//   * a fitted weight at or below `weight_floor` (NNLS puts redundant keys at exactly 0)
+//     is raised to it, beta = log(floor); counted in diagnostics.clamped_weights;
+//   * the value fit carries a ridge toward the kept tokens' own values, lambda =
+//     value_ridge * ||X||_F^2 / t (scale-free), solved as the augmented least-squares
+//     system [X; sqrt(lambda) I] C = [Y; sqrt(lambda) V_kept] by column-pivoting QR
+//     (no normal equations); if that system is rank-deficient (possible only with
+//     value_ridge = 0) or the solution is not finite, the kept tokens' original values
+//     are used and diagnostics.value_fallbacks = 1.
+// Every loop runs in a fixed order and nothing is threaded: the result is
+// deterministic.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include <kvq/compact/budget.hpp>
+#include <kvq/compact/nnls.hpp>
+#include <kvq/compact/reference.hpp>
+#include <kvq/compact/select.hpp>
+#include <kvq/compact/types.hpp>
+
+namespace kvq {
+namespace compact {
+
+enum class key_selection { highest_rms_attention, orthogonal_matching_pursuit };
+
+struct attention_matching_options {
+  key_selection selection = key_selection::highest_rms_attention;
+  double weight_floor = 1e-12;  ///< w = exp(beta) floor (beta >= log(floor) ~ -27.6)
+  double value_ridge = 1e-8;    ///< relative ridge of the value fit (0: plain least squares)
+  int nnls_max_iterations = 0;  ///< 0: Lawson-Hanson's 3 t
+};
+
+/// The quantities of the original cache the fits match, on the reference queries.
+struct attention_targets {
+  fit_matrix mass;       ///< E (m x n): exp(s_it - M_i)
+  fit_vector total;      ///< b (m): sum_t E_it
+  fit_matrix output;     ///< Y (m x d): original attention outputs
+  fit_matrix weights;    ///< P (m x n): original softmax weights
+};
+
+inline attention_targets make_targets(const head_matrix& keys, const head_matrix& values, const head_matrix& queries) {
+  attention_targets t;
+  const fit_matrix s = attention_scores(queries, keys);
+  t.mass = shifted_exp(s, row_max(s));
+  t.total = row_sums(t.mass);
+  t.weights.resize(t.mass.rows(), t.mass.cols());
+  for (Eigen::Index i = 0; i < t.mass.rows(); ++i)
+    for (Eigen::Index j = 0; j < t.mass.cols(); ++j) t.weights(i, j) = t.mass(i, j) / t.total(i);
+  t.output = weighted_values(t.weights, values);
+  return t;
+}
+
+/// Highest-RMS-attention selection: the `budget` tokens with the largest
+/// sqrt(mean_i p_it^2), ascending.
+inline std::vector<token_index> select_highest_rms_attention(const fit_matrix& weights, Eigen::Index budget) {
+  std::vector<double> score(static_cast<std::size_t>(weights.cols()));
+  for (Eigen::Index t = 0; t < weights.cols(); ++t) {
+    double acc = 0.0;
+    for (Eigen::Index i = 0; i < weights.rows(); ++i) acc += weights(i, t) * weights(i, t);
+    score[static_cast<std::size_t>(t)] = std::sqrt(acc / static_cast<double>(weights.rows()));
+  }
+  return top_k_tokens(score, budget, 0);
+}
+
+/// Columns `cols` of a (in that order).
+inline fit_matrix gather_columns(const fit_matrix& a, const std::vector<token_index>& cols) {
+  fit_matrix out(a.rows(), static_cast<Eigen::Index>(cols.size()));
+  for (std::size_t j = 0; j < cols.size(); ++j) out.col(static_cast<Eigen::Index>(j)) = a.col(cols[j]);
+  return out;
+}
+
+/// OMP selection on min ||E_S w - b||, w >= 0: the columns in the order chosen.
+inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_matrix& mass, const fit_vector& total,
+                                                                   Eigen::Index budget, int nnls_max_iterations = 0) {
+  const Eigen::Index m = mass.rows(), n = mass.cols();
+  std::vector<token_index> chosen;
+  std::vector<char> used(static_cast<std::size_t>(n), 0);
+  fit_vector r = total;
+  for (Eigen::Index step = 0; step < budget; ++step) {
+    token_index best = -1;
+    double best_corr = -std::numeric_limits<double>::infinity();
+    for (Eigen::Index j = 0; j < n; ++j) {
+      if (used[static_cast<std::size_t>(j)]) continue;
+      double c = 0.0;
+      for (Eigen::Index i = 0; i < m; ++i) c += mass(i, j) * r(i);
+      if (c > best_corr) {
+        best_corr = c;
+        best = j;
+      }
+    }
+    used[static_cast<std::size_t>(best)] = 1;
+    chosen.push_back(best);
+    const fit_matrix a = gather_columns(mass, chosen);
+    const nnls_result w = nnls(a, total, nnls_max_iterations);
+    r = total - detail::times(a, w.x);
+  }
+  return chosen;
+}
+
+/// The fitted attention-mass weights of kept keys.
+struct mass_fit {
+  fit_vector weight;        ///< w after the floor
+  std::vector<float> beta;  ///< float(log w), as stored
+  double relative_residual = 0.0;
+  int iterations = 0;
+  int clamped = 0;
+};
+
+/// Fits w >= 0 in min ||A w - b|| (A: m x t masses of the kept keys, b: m totals).
+inline mass_fit fit_mass(const fit_matrix& kept_mass, const fit_vector& total, const attention_matching_options& opt) {
+  if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
+  const nnls_result sol = nnls(kept_mass, total, opt.nnls_max_iterations);
+  mass_fit f;
+  f.iterations = sol.iterations;
+  f.weight = sol.x;
+  f.beta.resize(static_cast<std::size_t>(sol.x.size()));
+  for (Eigen::Index j = 0; j < sol.x.size(); ++j) {
+    if (!(f.weight(j) > opt.weight_floor)) {
+      f.weight(j) = opt.weight_floor;
+      ++f.clamped;
+    }
+    f.beta[static_cast<std::size_t>(j)] = static_cast<float>(std::log(f.weight(j)));
+  }
+  const double bn = total.norm();
+  const double rn = (detail::times(kept_mass, f.weight) - total).norm();
+  f.relative_residual = bn > 0.0 ? rn / bn : rn;
+  return f;
+}
+
+/// The refitted values of kept keys.
+struct value_fit {
+  head_matrix values;  ///< t x d, float
+  int rank = 0;
+  int columns = 0;
+  bool fallback = false;
+};
+
+/// min ||X C - Y||^2 + lambda ||C - V_kept||^2 with lambda = ridge * ||X||_F^2 / t.
+inline value_fit fit_values(const fit_matrix& x, const fit_matrix& y, const head_matrix& kept_values, double ridge) {
+  if (!(ridge >= 0.0)) throw std::invalid_argument("compact: value ridge must be >= 0");
+  if (x.rows() != y.rows() || x.cols() != kept_values.rows() || y.cols() != kept_values.cols())
+    throw std::invalid_argument("compact: value fit shapes disagree");
+  const Eigen::Index m = x.rows(), t = x.cols(), d = y.cols();
+  const double lambda = ridge * x.squaredNorm() / static_cast<double>(t);
+  const double sl = std::sqrt(lambda);
+  const Eigen::Index extra = lambda > 0.0 ? t : 0;
+  fit_matrix a = fit_matrix::Zero(m + extra, t);
+  fit_matrix rhs(m + extra, d);
+  a.topRows(m) = x;
+  rhs.topRows(m) = y;
+  for (Eigen::Index j = 0; j < extra; ++j) {
+    a(m + j, j) = sl;
+    for (Eigen::Index c = 0; c < d; ++c) rhs(m + j, c) = sl * static_cast<double>(kept_values(j, c));
+  }
+  const Eigen::ColPivHouseholderQR<fit_matrix> qr(a);
+  value_fit f;
+  f.rank = static_cast<int>(qr.rank());
+  f.columns = static_cast<int>(t);
+  if (qr.rank() < t) {
+    f.fallback = true;
+  } else {
+    const fit_matrix c = qr.solve(rhs);
+    if (!c.allFinite()) {
+      f.fallback = true;
+    } else {
+      f.values = c.cast<float>();
+      if (!f.values.allFinite()) f.fallback = true;  // finite double, float overflow
+    }
+  }
+  if (f.fallback) f.values = kept_values;
+  return f;
+}
+
+/// Fits beta and values for a given subset `kept` (ascending, distinct) of the tokens.
+inline compaction_result fit_compacted_cache(const head_matrix& keys, const head_matrix& values,
+                                             const head_matrix& queries, std::vector<token_index> kept,
+                                             const attention_matching_options& opt = {}) {
+  detail::check_cache(keys, values);
+  const Eigen::Index n = keys.rows();
+  detail::check_budget(n, static_cast<Eigen::Index>(kept.size()));
+  detail::check_queries(keys, queries, static_cast<Eigen::Index>(kept.size()));
+  for (std::size_t j = 0; j < kept.size(); ++j) {
+    if (kept[j] < 0 || kept[j] >= n) throw std::invalid_argument("compact: kept token index out of range");
+    if (j > 0 && kept[j] <= kept[j - 1]) throw std::invalid_argument("compact: kept tokens must be ascending and distinct");
+  }
+  const attention_targets tg = make_targets(keys, values, queries);
+  const mass_fit mf = fit_mass(gather_columns(tg.mass, kept), tg.total, opt);
+
+  compaction_result r;
+  r.keys = gather_rows(keys, kept);
+  r.beta = mf.beta;
+  const head_matrix kept_values = gather_rows(values, kept);
+  // X with the stored float beta: the values are fitted to what the evaluator computes.
+  const fit_matrix x = softmax_weights(attention_scores(queries, r.keys, r.beta));
+  const value_fit vf = fit_values(x, tg.output, kept_values, opt.value_ridge);
+  r.values = vf.values;
+  r.kept = std::move(kept);
+
+  fit_diagnostics& dg = r.diagnostics;
+  dg.mass_residual = mf.relative_residual;
+  dg.nnls_iterations = mf.iterations;
+  dg.clamped_weights = mf.clamped;
+  dg.value_rank = vf.rank;
+  dg.value_columns = vf.columns;
+  dg.value_fallbacks = vf.fallback ? 1 : 0;
+  const double yn = tg.output.norm();
+  const double en = (weighted_values(x, r.values) - tg.output).norm();
+  dg.output_residual = yn > 0.0 ? en / yn : en;
+  return r;
+}
+
+/// Attention Matching: select `budget` keys, fit beta (NNLS) and values (least squares).
+/// Needs at least `budget` reference queries (otherwise both fits are underdetermined).
+inline compaction_result attention_matching(const head_matrix& keys, const head_matrix& values,
+                                            const head_matrix& queries, Eigen::Index budget,
+                                            const attention_matching_options& opt = {}) {
+  detail::check_cache(keys, values);
+  detail::check_budget(keys.rows(), budget);
+  detail::check_queries(keys, queries, budget);
+  std::vector<token_index> kept;
+  if (opt.selection == key_selection::highest_rms_attention) {
+    const attention_targets tg = make_targets(keys, values, queries);
+    kept = select_highest_rms_attention(tg.weights, budget);
+  } else {
+    const fit_matrix s = attention_scores(queries, keys);
+    const fit_matrix e = shifted_exp(s, row_max(s));
+    kept = select_orthogonal_matching_pursuit(e, row_sums(e), budget, opt.nnls_max_iterations);
+    std::sort(kept.begin(), kept.end());
+  }
+  return fit_compacted_cache(keys, values, queries, std::move(kept), opt);
+}
+
+}  // namespace compact
+}  // namespace kvq
