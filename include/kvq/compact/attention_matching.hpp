@@ -118,7 +118,7 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_mat
     for (Eigen::Index j = 0; j < n; ++j) {
       if (used[static_cast<std::size_t>(j)]) continue;
       double c = 0.0;
-      for (Eigen::Index i = 0; i < m; ++i) c += mass(i, j) * r(i);
+      for (Eigen::Index i = 0; i < m; ++i) c += mass.data()[i * n + j] * r.data()[i];
       if (c > best_corr) {
         best_corr = c;
         best = j;

@@ -12,8 +12,8 @@
 //     g = A^T (b - A x)
 //
 // The passive-set subproblems are solved on the normal equations G_PP z = (A^T b)_P
-// with G = A^T A formed once, by column-pivoting Householder QR (rank-revealing, so a
-// numerically dependent column yields a basic solution instead of garbage). Forming
+// with G = A^T A formed once, by LDLT (falling back to column-pivoting Householder QR,
+// rank-revealing, when the block is numerically not positive definite). Forming
 // G squares the condition number; the result's residual is reported so a caller can
 // see an inaccurate fit. Everything runs in a fixed order: deterministic.
 #pragma once
@@ -36,12 +36,16 @@ namespace detail {
 
 // Fixed-order products (ascending summation index): Eigen's GEMM blocking depends on
 // the detected cache sizes, so its summation order may differ between machines.
+// (Raw row-major pointers: the same order as element access, without Eigen's
+// per-element call overhead in unoptimised builds.)
 inline fit_matrix gram(const fit_matrix& a) {
-  fit_matrix g(a.cols(), a.cols());
-  for (Eigen::Index r = 0; r < a.cols(); ++r)
-    for (Eigen::Index c = r; c < a.cols(); ++c) {
+  const Eigen::Index m = a.rows(), n = a.cols();
+  const double* p = a.data();
+  fit_matrix g(n, n);
+  for (Eigen::Index r = 0; r < n; ++r)
+    for (Eigen::Index c = r; c < n; ++c) {
       double acc = 0.0;
-      for (Eigen::Index i = 0; i < a.rows(); ++i) acc += a(i, r) * a(i, c);
+      for (Eigen::Index i = 0; i < m; ++i) acc += p[i * n + r] * p[i * n + c];
       g(r, c) = acc;
       g(c, r) = acc;
     }
@@ -49,20 +53,26 @@ inline fit_matrix gram(const fit_matrix& a) {
 }
 
 inline fit_vector transpose_times(const fit_matrix& a, const fit_vector& v) {
-  fit_vector out(a.cols());
-  for (Eigen::Index c = 0; c < a.cols(); ++c) {
+  const Eigen::Index m = a.rows(), n = a.cols();
+  const double* p = a.data();
+  const double* pv = v.data();
+  fit_vector out(n);
+  for (Eigen::Index c = 0; c < n; ++c) {
     double acc = 0.0;
-    for (Eigen::Index i = 0; i < a.rows(); ++i) acc += a(i, c) * v(i);
+    for (Eigen::Index i = 0; i < m; ++i) acc += p[i * n + c] * pv[i];
     out(c) = acc;
   }
   return out;
 }
 
 inline fit_vector times(const fit_matrix& a, const fit_vector& x) {
-  fit_vector out(a.rows());
-  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+  const Eigen::Index m = a.rows(), n = a.cols();
+  const double* p = a.data();
+  const double* px = x.data();
+  fit_vector out(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
     double acc = 0.0;
-    for (Eigen::Index c = 0; c < a.cols(); ++c) acc += a(i, c) * x(c);
+    for (Eigen::Index c = 0; c < n; ++c) acc += p[i * n + c] * px[c];
     out(i) = acc;
   }
   return out;
@@ -113,7 +123,12 @@ inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterat
       rhs(r) = atb(idx[static_cast<std::size_t>(r)]);
       for (Eigen::Index c = 0; c < k; ++c) gp(r, c) = g_full(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
     }
-    const fit_vector zp = Eigen::ColPivHouseholderQR<fit_matrix>(gp).solve(rhs);
+    // Cholesky (LDLT) of the SPD block first; a block that is numerically not positive
+    // definite (dependent columns) goes to rank-revealing QR for a basic solution.
+    const Eigen::LDLT<fit_matrix> ldlt(gp);
+    fit_vector zp;
+    if (ldlt.info() == Eigen::Success && ldlt.isPositive()) zp = ldlt.solve(rhs);
+    if (zp.size() != k || !zp.allFinite()) zp = Eigen::ColPivHouseholderQR<fit_matrix>(gp).solve(rhs);
     fit_vector z = fit_vector::Zero(n);
     for (Eigen::Index r = 0; r < k; ++r) z(idx[static_cast<std::size_t>(r)]) = zp(r);
     return z;

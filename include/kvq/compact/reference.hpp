@@ -41,12 +41,17 @@ inline fit_matrix attention_scores(const head_matrix& queries, const head_matrix
   const Eigen::Index m = queries.rows(), n = keys.rows(), d = keys.cols();
   const double sqrt_d = std::sqrt(static_cast<double>(d));
   fit_matrix s(m, n);
+  // Raw row pointers (all three matrices are row-major): the same order as element
+  // access, without Eigen's per-element call overhead in unoptimised builds.
   for (Eigen::Index i = 0; i < m; ++i) {
+    const float* qi = queries.data() + i * d;
+    double* si = s.data() + i * n;
     for (Eigen::Index t = 0; t < n; ++t) {
+      const float* kt = keys.data() + t * d;
       double dot = 0.0;
-      for (Eigen::Index c = 0; c < d; ++c) dot += static_cast<double>(queries(i, c)) * static_cast<double>(keys(t, c));
+      for (Eigen::Index c = 0; c < d; ++c) dot += static_cast<double>(qi[c]) * static_cast<double>(kt[c]);
       const double b = beta.empty() ? 0.0 : static_cast<double>(beta[static_cast<std::size_t>(t)]);
-      s(i, t) = dot / sqrt_d + b;
+      si[t] = dot / sqrt_d + b;
     }
   }
   return s;
@@ -67,8 +72,13 @@ inline fit_vector row_max(const fit_matrix& s) {
 /// exp(s - shift_i) row by row (the unnormalised, shifted attention masses).
 inline fit_matrix shifted_exp(const fit_matrix& s, const fit_vector& shift) {
   fit_matrix e(s.rows(), s.cols());
-  for (Eigen::Index i = 0; i < s.rows(); ++i)
-    for (Eigen::Index t = 0; t < s.cols(); ++t) e(i, t) = std::exp(s(i, t) - shift(i));
+  const Eigen::Index n = s.cols();
+  for (Eigen::Index i = 0; i < s.rows(); ++i) {
+    const double* si = s.data() + i * n;
+    double* ei = e.data() + i * n;
+    const double sh = shift(i);
+    for (Eigen::Index t = 0; t < n; ++t) ei[t] = std::exp(si[t] - sh);
+  }
   return e;
 }
 
@@ -100,12 +110,15 @@ inline fit_matrix weighted_values(const fit_matrix& p, const head_matrix& values
                                 std::to_string(values.rows()) + " values");
   const Eigen::Index m = p.rows(), n = p.cols(), d = values.cols();
   fit_matrix o(m, d);
-  for (Eigen::Index i = 0; i < m; ++i)
+  for (Eigen::Index i = 0; i < m; ++i) {
+    const double* pi = p.data() + i * n;
     for (Eigen::Index c = 0; c < d; ++c) {
+      const float* vc = values.data() + c;
       double acc = 0.0;
-      for (Eigen::Index t = 0; t < n; ++t) acc += p(i, t) * static_cast<double>(values(t, c));
+      for (Eigen::Index t = 0; t < n; ++t) acc += pi[t] * static_cast<double>(vc[t * d]);
       o(i, c) = acc;
     }
+  }
   return o;
 }
 
