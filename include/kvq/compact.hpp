@@ -6,6 +6,7 @@
 #include <kvq/compact/budget.hpp>
 #include <kvq/compact/eviction.hpp>
 #include <kvq/compact/nnls.hpp>
+#include <kvq/compact/quantize.hpp>
 #include <kvq/compact/reference.hpp>
 #include <kvq/compact/select.hpp>
 #include <kvq/compact/types.hpp>
