@@ -3,6 +3,7 @@
 // and the comparison with eviction baselines on structured synthetic heads.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -249,4 +250,14 @@ TEST_CASE("Attention Matching rejects bad input, naming the problem") {
   bad = {};
   bad.weight_floor = 0.0;
   CHECK_THROWS_WITH(attention_matching(k, v, q, 4, bad), Catch::Contains("floor"));
+  head_matrix knan = k;
+  knan(5, 3) = std::numeric_limits<float>::quiet_NaN();
+  CHECK_THROWS_WITH(attention_matching(knan, v, q, 4), Catch::Contains("non-finite"));
+  head_matrix qinf = q;
+  qinf(0, 0) = std::numeric_limits<float>::infinity();
+  CHECK_THROWS_WITH(attention_matching(k, v, qinf, 4), Catch::Contains("non-finite"));
+  CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(fit_matrix::Ones(8, 6), fit_vector::Ones(8), 7),
+                    Catch::Contains("budget"));
+  CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(fit_matrix::Ones(8, 6), fit_vector::Ones(7), 2),
+                    Catch::Contains("totals"));
 }

@@ -109,6 +109,10 @@ inline fit_matrix gather_columns(const fit_matrix& a, const std::vector<token_in
 inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_matrix& mass, const fit_vector& total,
                                                                    Eigen::Index budget, int nnls_max_iterations = 0) {
   const Eigen::Index m = mass.rows(), n = mass.cols();
+  if (total.size() != m)
+    throw std::invalid_argument("compact: OMP mass matrix has " + std::to_string(m) + " rows but " +
+                                std::to_string(total.size()) + " totals");
+  detail::check_budget(n, budget);
   std::vector<token_index> chosen;
   std::vector<char> used(static_cast<std::size_t>(n), 0);
   fit_vector r = total;
@@ -132,6 +136,15 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_mat
   }
   return chosen;
 }
+
+namespace detail {
+
+inline void check_options(const attention_matching_options& opt) {
+  if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
+  if (!(opt.value_ridge >= 0.0)) throw std::invalid_argument("compact: value ridge must be >= 0");
+}
+
+}  // namespace detail
 
 /// The fitted attention-mass weights of kept keys.
 struct mass_fit {
@@ -211,6 +224,7 @@ inline value_fit fit_values(const fit_matrix& x, const fit_matrix& y, const head
 inline compaction_result fit_compacted_cache(const head_matrix& keys, const head_matrix& values,
                                              const head_matrix& queries, std::vector<token_index> kept,
                                              const attention_matching_options& opt = {}) {
+  detail::check_options(opt);
   detail::check_cache(keys, values);
   const Eigen::Index n = keys.rows();
   detail::check_budget(n, static_cast<Eigen::Index>(kept.size()));
@@ -250,6 +264,7 @@ inline compaction_result fit_compacted_cache(const head_matrix& keys, const head
 inline compaction_result attention_matching(const head_matrix& keys, const head_matrix& values,
                                             const head_matrix& queries, Eigen::Index budget,
                                             const attention_matching_options& opt = {}) {
+  detail::check_options(opt);
   detail::check_cache(keys, values);
   detail::check_budget(keys.rows(), budget);
   detail::check_queries(keys, queries, budget);

@@ -35,12 +35,15 @@ inline void check_cache(const head_matrix& keys, const head_matrix& values) {
   if (values.cols() != keys.cols())
     throw std::invalid_argument("compact: K and V disagree on head_dim (" + std::to_string(keys.cols()) + " vs " +
                                 std::to_string(values.cols()) + ")");
+  if (!keys.allFinite()) throw std::invalid_argument("compact: K has non-finite entries");
+  if (!values.allFinite()) throw std::invalid_argument("compact: V has non-finite entries");
 }
 
 inline void check_queries(const head_matrix& keys, const head_matrix& queries, Eigen::Index needed) {
   if (queries.cols() != keys.cols())
     throw std::invalid_argument("compact: reference queries and K disagree on head_dim (" +
                                 std::to_string(queries.cols()) + " vs " + std::to_string(keys.cols()) + ")");
+  if (!queries.allFinite()) throw std::invalid_argument("compact: reference queries have non-finite entries");
   if (queries.rows() < needed)
     throw std::invalid_argument("compact: " + std::to_string(queries.rows()) + " reference queries, at least " +
                                 std::to_string(needed) + " needed");
