@@ -112,6 +112,29 @@ TEST_CASE("NNLS recovers a non-negative sparse solution of a consistent system")
   CHECK(r.residual_norm <= 1e-10);
 }
 
+TEST_CASE("NNLS from a warm start reaches the same optimum") {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    const fit_matrix a = gaussian_system(30, 12, seed);
+    const fit_vector b = gaussian_rhs(30, seed);
+    const brute_result want = brute_force_nnls(a, b);
+    // Starts: the optimum of the first 11 columns padded with 0 (what OMP passes), and
+    // an arbitrary positive vector.
+    const nnls_result part = nnls(a.leftCols(11), b);
+    fit_vector s1_ = fit_vector::Zero(12);
+    s1_.head(11) = part.x;
+    const fit_vector s1 = s1_;
+    const fit_vector s2 = fit_vector::Constant(12, 0.3);
+    const fit_matrix g = a.transpose() * a;
+    const fit_vector atb = a.transpose() * b;
+    for (const fit_vector* s : {&s1, &s2}) {
+      const nnls_result r = nnls_normal(g, atb, 0, nnls_default_tolerance(a, b), s);
+      INFO("seed " << seed);
+      CHECK(r.converged);
+      CHECK((r.x - want.x).norm() <= 1e-8 * (1.0 + want.x.norm()));
+    }
+  }
+}
+
 TEST_CASE("NNLS rejects mismatched systems") {
   CHECK_THROWS_AS(nnls(fit_matrix::Zero(4, 3), fit_vector::Zero(5)), std::invalid_argument);
   CHECK_THROWS_AS(nnls(fit_matrix::Zero(4, 0), fit_vector::Zero(4)), std::invalid_argument);

@@ -115,6 +115,15 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_mat
   detail::check_budget(n, budget);
   std::vector<token_index> chosen;
   std::vector<char> used(static_cast<std::size_t>(n), 0);
+  // The normal equations of the selected columns grow by one row and column per step
+  // (same summation order as detail::gram), and each NNLS starts from the previous
+  // step's solution: O(m k) + a few passive-set solves per step instead of a fresh fit.
+  fit_matrix g(0, 0);
+  fit_vector atb(0), x(0);
+  const double eps = std::numeric_limits<double>::epsilon();
+  const double bnorm = total.norm();
+  double trace = 0.0;
+  const double* e = mass.data();
   fit_vector r = total;
   for (Eigen::Index step = 0; step < budget; ++step) {
     token_index best = -1;
@@ -122,7 +131,7 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_mat
     for (Eigen::Index j = 0; j < n; ++j) {
       if (used[static_cast<std::size_t>(j)]) continue;
       double c = 0.0;
-      for (Eigen::Index i = 0; i < m; ++i) c += mass.data()[i * n + j] * r.data()[i];
+      for (Eigen::Index i = 0; i < m; ++i) c += e[i * n + j] * r.data()[i];
       if (c > best_corr) {
         best_corr = c;
         best = j;
@@ -130,9 +139,29 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_mat
     }
     used[static_cast<std::size_t>(best)] = 1;
     chosen.push_back(best);
-    const fit_matrix a = gather_columns(mass, chosen);
-    const nnls_result w = nnls(a, total, nnls_max_iterations);
-    r = total - detail::times(a, w.x);
+    const Eigen::Index k = step + 1;
+    g.conservativeResize(k, k);
+    atb.conservativeResize(k);
+    x.conservativeResize(k);
+    x(k - 1) = 0.0;
+    for (Eigen::Index l = 0; l < k; ++l) {
+      const token_index jl = chosen[static_cast<std::size_t>(l)];
+      double acc = 0.0;
+      for (Eigen::Index i = 0; i < m; ++i) acc += e[i * n + jl] * e[i * n + best];
+      g(l, k - 1) = acc;
+      g(k - 1, l) = acc;
+    }
+    double acc = 0.0;
+    for (Eigen::Index i = 0; i < m; ++i) acc += e[i * n + best] * total(i);
+    atb(k - 1) = acc;
+    trace += g(k - 1, k - 1);
+    const double tol = 10.0 * eps * static_cast<double>(std::max(m, k)) * std::sqrt(trace) * bnorm;
+    x = nnls_normal(g, atb, nnls_max_iterations, tol, &x).x;
+    for (Eigen::Index i = 0; i < m; ++i) {
+      double ax = 0.0;
+      for (Eigen::Index l = 0; l < k; ++l) ax += e[i * n + chosen[static_cast<std::size_t>(l)]] * x(l);
+      r(i) = total(i) - ax;
+    }
   }
   return chosen;
 }

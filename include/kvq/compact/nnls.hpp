@@ -93,18 +93,17 @@ inline double nnls_default_tolerance(const fit_matrix& a, const fit_vector& b) {
   return 10.0 * eps * static_cast<double>(std::max(a.rows(), a.cols())) * a.norm() * b.norm();
 }
 
-/// Lawson-Hanson NNLS. max_iterations <= 0: 3 n. tolerance < 0: the default.
-inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterations = 0, double tolerance = -1.0) {
-  if (a.rows() != b.size())
-    throw std::invalid_argument("compact: NNLS system has " + std::to_string(a.rows()) + " rows but " +
-                                std::to_string(b.size()) + " right-hand sides");
-  if (a.cols() < 1) throw std::invalid_argument("compact: NNLS system has no columns");
-  const Eigen::Index n = a.cols();
+/// Lawson-Hanson NNLS on the normal equations: G = A^T A (n x n), atb = A^T b.
+/// `start` (optional, x >= 0): a warm start; its positive entries form the initial
+/// passive set and are made feasible-optimal first (the inner loop), as when a caller
+/// adds columns to a problem it has solved (OMP). residual_norm is left 0: it needs A.
+inline nnls_result nnls_normal(const fit_matrix& g_full, const fit_vector& atb, int max_iterations, double tol,
+                               const fit_vector* start = nullptr) {
+  const Eigen::Index n = g_full.cols();
+  if (g_full.rows() != n || atb.size() != n) throw std::invalid_argument("compact: NNLS normal equations disagree");
+  if (n < 1) throw std::invalid_argument("compact: NNLS system has no columns");
+  if (start && start->size() != n) throw std::invalid_argument("compact: NNLS warm start has the wrong size");
   if (max_iterations <= 0) max_iterations = static_cast<int>(3 * n);
-  const double tol = tolerance < 0.0 ? nnls_default_tolerance(a, b) : tolerance;
-
-  const fit_matrix g_full = detail::gram(a);
-  const fit_vector atb = detail::transpose_times(a, b);
 
   nnls_result res;
   res.x = fit_vector::Zero(n);
@@ -121,7 +120,8 @@ inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterat
     fit_vector rhs(k);
     for (Eigen::Index r = 0; r < k; ++r) {
       rhs(r) = atb(idx[static_cast<std::size_t>(r)]);
-      for (Eigen::Index c = 0; c < k; ++c) gp(r, c) = g_full(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
+      for (Eigen::Index c = 0; c < k; ++c)
+        gp(r, c) = g_full(idx[static_cast<std::size_t>(r)], idx[static_cast<std::size_t>(c)]);
     }
     // Cholesky (LDLT) of the SPD block first; a block that is numerically not positive
     // definite (dependent columns) goes to rank-revealing QR for a basic solution.
@@ -134,25 +134,23 @@ inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterat
     return z;
   };
 
-  fit_vector w = gradient(res.x);
-  while (res.iterations < max_iterations) {
-    Eigen::Index best = -1;
-    for (Eigen::Index j = 0; j < n; ++j)
-      if (!passive[static_cast<std::size_t>(j)] && w(j) > tol && (best < 0 || w(j) > w(best))) best = j;
-    if (best < 0) {
-      res.converged = true;
-      break;
-    }
-    ++res.iterations;
-    passive[static_cast<std::size_t>(best)] = 1;
+  // The inner loop: from a feasible x with x_P > 0, the LS solution on P, stepping back
+  // toward x and shrinking P until that solution is positive on P.
+  auto settle = [&]() {
     for (Eigen::Index inner = 0; inner <= n; ++inner) {
-      fit_vector z = solve_passive();
+      bool any = false;
+      for (Eigen::Index j = 0; j < n; ++j) any = any || passive[static_cast<std::size_t>(j)];
+      if (!any) {
+        res.x.setZero();
+        return;
+      }
+      const fit_vector z = solve_passive();
       bool feasible = true;
       for (Eigen::Index j = 0; j < n; ++j)
         if (passive[static_cast<std::size_t>(j)] && !(z(j) > 0.0)) feasible = false;
       if (feasible) {
         res.x = z;
-        break;
+        return;
       }
       double alpha = std::numeric_limits<double>::infinity();
       for (Eigen::Index j = 0; j < n; ++j)
@@ -168,6 +166,29 @@ inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterat
           res.x(j) = 0.0;
         }
     }
+  };
+
+  if (start) {
+    for (Eigen::Index j = 0; j < n; ++j)
+      if ((*start)(j) > 0.0) {
+        passive[static_cast<std::size_t>(j)] = 1;
+        res.x(j) = (*start)(j);
+      }
+    settle();
+  }
+
+  fit_vector w = gradient(res.x);
+  while (res.iterations < max_iterations) {
+    Eigen::Index best = -1;
+    for (Eigen::Index j = 0; j < n; ++j)
+      if (!passive[static_cast<std::size_t>(j)] && w(j) > tol && (best < 0 || w(j) > w(best))) best = j;
+    if (best < 0) {
+      res.converged = true;
+      break;
+    }
+    ++res.iterations;
+    passive[static_cast<std::size_t>(best)] = 1;
+    settle();
     w = gradient(res.x);
   }
   if (!res.converged) {
@@ -177,6 +198,17 @@ inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterat
       if (!passive[static_cast<std::size_t>(j)] && w(j) > tol) any = true;
     res.converged = !any;
   }
+  return res;
+}
+
+/// Lawson-Hanson NNLS. max_iterations <= 0: 3 n. tolerance < 0: the default.
+inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterations = 0, double tolerance = -1.0) {
+  if (a.rows() != b.size())
+    throw std::invalid_argument("compact: NNLS system has " + std::to_string(a.rows()) + " rows but " +
+                                std::to_string(b.size()) + " right-hand sides");
+  if (a.cols() < 1) throw std::invalid_argument("compact: NNLS system has no columns");
+  const double tol = tolerance < 0.0 ? nnls_default_tolerance(a, b) : tolerance;
+  nnls_result res = nnls_normal(detail::gram(a), detail::transpose_times(a, b), max_iterations, tol);
   res.residual_norm = (detail::times(a, res.x) - b).norm();
   return res;
 }
