@@ -114,16 +114,16 @@ TEST_CASE("NNLS recovers a non-negative sparse solution of a consistent system")
 
 TEST_CASE("NNLS from a warm start reaches the same optimum") {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    const fit_matrix a = gaussian_system(30, 12, seed);
-    const fit_vector b = gaussian_rhs(30, seed);
+    const fit_matrix a = gaussian_system(16, 8, seed);
+    const fit_vector b = gaussian_rhs(16, seed);
     const brute_result want = brute_force_nnls(a, b);
-    // Starts: the optimum of the first 11 columns padded with 0 (what OMP passes), and
+    // Starts: the optimum of the first 7 columns padded with 0 (what OMP passes), and
     // an arbitrary positive vector.
-    const nnls_result part = nnls(a.leftCols(11), b);
-    fit_vector s1_ = fit_vector::Zero(12);
-    s1_.head(11) = part.x;
+    const nnls_result part = nnls(a.leftCols(7), b);
+    fit_vector s1_ = fit_vector::Zero(8);
+    s1_.head(7) = part.x;
     const fit_vector s1 = s1_;
-    const fit_vector s2 = fit_vector::Constant(12, 0.3);
+    const fit_vector s2 = fit_vector::Constant(8, 0.3);
     const fit_matrix g = a.transpose() * a;
     const fit_vector atb = a.transpose() * b;
     for (const fit_vector* s : {&s1, &s2}) {
