@@ -249,20 +249,12 @@ inline value_fit fit_values(const fit_matrix& x, const fit_matrix& y, const head
   return f;
 }
 
-/// Fits beta and values for a given subset `kept` (ascending, distinct) of the tokens.
-inline compaction_result fit_compacted_cache(const head_matrix& keys, const head_matrix& values,
-                                             const head_matrix& queries, std::vector<token_index> kept,
-                                             const attention_matching_options& opt = {}) {
-  detail::check_options(opt);
-  detail::check_cache(keys, values);
-  const Eigen::Index n = keys.rows();
-  detail::check_budget(n, static_cast<Eigen::Index>(kept.size()));
-  detail::check_queries(keys, queries, static_cast<Eigen::Index>(kept.size()));
-  for (std::size_t j = 0; j < kept.size(); ++j) {
-    if (kept[j] < 0 || kept[j] >= n) throw std::invalid_argument("compact: kept token index out of range");
-    if (j > 0 && kept[j] <= kept[j - 1]) throw std::invalid_argument("compact: kept tokens must be ascending and distinct");
-  }
-  const attention_targets tg = make_targets(keys, values, queries);
+namespace detail {
+
+// The fits of fit_compacted_cache and attention_matching for checked arguments and precomputed targets.
+inline compaction_result fit_to_targets(const head_matrix& keys, const head_matrix& values, const head_matrix& queries,
+                                        const attention_targets& tg, std::vector<token_index> kept,
+                                        const attention_matching_options& opt) {
   const mass_fit mf = fit_mass(gather_columns(tg.mass, kept), tg.total, opt);
 
   compaction_result r;
@@ -288,6 +280,25 @@ inline compaction_result fit_compacted_cache(const head_matrix& keys, const head
   return r;
 }
 
+}  // namespace detail
+
+/// Fits beta and values for a given subset `kept` (ascending, distinct) of the tokens.
+inline compaction_result fit_compacted_cache(const head_matrix& keys, const head_matrix& values,
+                                             const head_matrix& queries, std::vector<token_index> kept,
+                                             const attention_matching_options& opt = {}) {
+  detail::check_options(opt);
+  detail::check_cache(keys, values);
+  const Eigen::Index n = keys.rows();
+  detail::check_budget(n, static_cast<Eigen::Index>(kept.size()));
+  detail::check_queries(keys, queries, static_cast<Eigen::Index>(kept.size()));
+  for (std::size_t j = 0; j < kept.size(); ++j) {
+    if (kept[j] < 0 || kept[j] >= n) throw std::invalid_argument("compact: kept token index out of range");
+    if (j > 0 && kept[j] <= kept[j - 1]) throw std::invalid_argument("compact: kept tokens must be ascending and distinct");
+  }
+  return detail::fit_to_targets(keys, values, queries, make_targets(keys, values, queries), std::move(kept), opt);
+}
+
+
 /// Attention Matching: select `budget` keys, fit beta (NNLS) and values (least squares).
 /// Needs at least `budget` reference queries (otherwise both fits are underdetermined).
 inline compaction_result attention_matching(const head_matrix& keys, const head_matrix& values,
@@ -297,17 +308,13 @@ inline compaction_result attention_matching(const head_matrix& keys, const head_
   detail::check_cache(keys, values);
   detail::check_budget(keys.rows(), budget);
   detail::check_queries(keys, queries, budget);
-  std::vector<token_index> kept;
-  if (opt.selection == key_selection::highest_rms_attention) {
-    const attention_targets tg = make_targets(keys, values, queries);
-    kept = select_highest_rms_attention(tg.weights, budget);
-  } else {
-    const fit_matrix s = attention_scores(queries, keys);
-    const fit_matrix e = shifted_exp(s, row_max(s));
-    kept = select_orthogonal_matching_pursuit(e, row_sums(e), budget, opt.nnls_max_iterations);
-    std::sort(kept.begin(), kept.end());
-  }
-  return fit_compacted_cache(keys, values, queries, std::move(kept), opt);
+  const attention_targets tg = make_targets(keys, values, queries);
+  std::vector<token_index> kept =
+      opt.selection == key_selection::highest_rms_attention
+          ? select_highest_rms_attention(tg.weights, budget)
+          : select_orthogonal_matching_pursuit(tg.mass, tg.total, budget, opt.nnls_max_iterations);
+  std::sort(kept.begin(), kept.end());
+  return detail::fit_to_targets(keys, values, queries, tg, std::move(kept), opt);
 }
 
 }  // namespace compact

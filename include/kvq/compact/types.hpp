@@ -17,9 +17,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
-#include <limits>
-#include <string>
 #include <vector>
 
 #include <Eigen/Core>
