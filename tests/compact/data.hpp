@@ -2,6 +2,7 @@
 // the data depends only on the seed, not on the standard library's distributions.
 #pragma once
 
+#include <kvq/core/math.hpp>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -11,7 +12,7 @@
 
 namespace kvq_test_compact {
 
-using kvq::compact::head_matrix;
+using kvq::matrix_f;
 
 inline double uniform01(std::uint64_t seed, std::uint64_t stream, std::uint64_t index, int word) {
   const kvq::inject::u32x4 r = kvq::inject::philox_block(seed, stream, index);
@@ -23,9 +24,9 @@ inline double gaussian(std::uint64_t seed, std::uint64_t stream, std::uint64_t i
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
-inline head_matrix gaussian_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed, std::uint64_t stream,
+inline matrix_f gaussian_matrix(Eigen::Index rows, Eigen::Index cols, std::uint64_t seed, std::uint64_t stream,
                                    double scale = 1.0) {
-  head_matrix m(rows, cols);
+  matrix_f m(rows, cols);
   for (Eigen::Index r = 0; r < rows; ++r)
     for (Eigen::Index c = 0; c < cols; ++c)
       m(r, c) = static_cast<float>(scale * gaussian(seed, stream, static_cast<std::uint64_t>(r * cols + c)));
@@ -35,7 +36,7 @@ inline head_matrix gaussian_matrix(Eigen::Index rows, Eigen::Index cols, std::ui
 // Independent straightforward reference softmax attention of one query (double), with
 // optional biases: the order documented in kvq/compact/reference.hpp, written out here
 // without any of the library's helpers.
-inline std::vector<double> plain_attention(const head_matrix& k, const head_matrix& v, const float* q,
+inline std::vector<double> plain_attention(const matrix_f& k, const matrix_f& v, const float* q,
                                            const std::vector<float>& beta, std::vector<double>* weights = nullptr) {
   const auto n = static_cast<std::size_t>(k.rows());
   const auto d = static_cast<std::size_t>(k.cols());
@@ -50,7 +51,7 @@ inline std::vector<double> plain_attention(const head_matrix& k, const head_matr
   for (double x : s) mx = x > mx ? x : mx;
   double z = 0.0;
   for (std::size_t t = 0; t < n; ++t) {
-    s[t] = std::exp(s[t] - mx);
+    s[t] = kvq::math::exp(s[t] - mx);  // the evaluator's exp (tested in tests/core)
     z += s[t];
   }
   for (double& x : s) x /= z;

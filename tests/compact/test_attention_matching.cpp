@@ -16,6 +16,8 @@
 #include "data.hpp"
 
 using namespace kvq::compact;
+using kvq::matrix_d;
+using kvq::matrix_f;
 using kvq_test_compact::gaussian_matrix;
 using kvq_test_compact::uniform01;
 
@@ -28,7 +30,7 @@ namespace {
 constexpr int kHeavy = 8;
 
 struct head {
-  head_matrix k, v, q, held_out;
+  matrix_f k, v, q, held_out;
   std::vector<token_index> heavy;
 };
 
@@ -37,7 +39,7 @@ head structured_head(Eigen::Index n, Eigen::Index d, Eigen::Index m, std::uint64
   head h;
   h.k = gaussian_matrix(n, d, seed, 1);
   h.v = gaussian_matrix(n, d, seed, 2);
-  head_matrix u = gaussian_matrix(kHeavy, d, seed, 3);
+  matrix_f u = gaussian_matrix(kHeavy, d, seed, 3);
   for (int j = 0; j < kHeavy; ++j) {
     u.row(j) /= u.row(j).norm();
     const token_index t = (j * 61 + 13) % n;
@@ -46,7 +48,7 @@ head structured_head(Eigen::Index n, Eigen::Index d, Eigen::Index m, std::uint64
   }
   std::sort(h.heavy.begin(), h.heavy.end());
   auto make_queries = [&](Eigen::Index rows, std::uint64_t stream) {
-    head_matrix q = gaussian_matrix(rows, d, seed, stream);
+    matrix_f q = gaussian_matrix(rows, d, seed, stream);
     for (Eigen::Index i = 0; i < rows; ++i) {
       const auto j = static_cast<Eigen::Index>(uniform01(seed, stream + 100, static_cast<std::uint64_t>(i), 0) * kHeavy);
       q.row(i) += (gamma * u.row(j).cast<double>()).cast<float>();
@@ -58,7 +60,7 @@ head structured_head(Eigen::Index n, Eigen::Index d, Eigen::Index m, std::uint64
   return h;
 }
 
-double relative_output_error(const head_matrix& q, const compaction_result& r, const fit_matrix& original) {
+double relative_output_error(const matrix_f& q, const compaction_result& r, const matrix_d& original) {
   return (compacted_attention(q, r) - original).norm() / original.norm();
 }
 
@@ -98,8 +100,8 @@ TEST_CASE("Attention Matching at ratio 1 reproduces the original attention to ro
   // shift moves it by at most value_shift; double rounding of the two evaluations adds
   // about n * eps * max|v|.
   const double bound = (std::expm1(2.0 * max_beta) + 128.0 * 2.3e-16) * vmax + value_shift;
-  for (const head_matrix* q : {&h.q, &h.held_out}) {
-    const fit_matrix diff = compacted_attention(*q, r) - reference_attention(*q, h.k, h.v);
+  for (const matrix_f* q : {&h.q, &h.held_out}) {
+    const matrix_d diff = compacted_attention(*q, r) - reference_attention(*q, h.k, h.v);
     CHECK(diff.cwiseAbs().maxCoeff() <= bound);
   }
 }
@@ -110,19 +112,19 @@ TEST_CASE("more reference queries never make the fit worse on the enlarged set")
   // on Q2 as the Q1 fit is on Q2 (mass: NNLS; values: plain least squares, same X).
   const head h = structured_head(256, 32, 192, 3);
   const std::vector<token_index> kept = attention_matching(h.k, h.v, h.q, 25).kept;
-  const head_matrix q1 = h.q.topRows(96);
+  const matrix_f q1 = h.q.topRows(96);
   const attention_targets t1 = make_targets(h.k, h.v, q1), t2 = make_targets(h.k, h.v, h.q);
   const attention_matching_options opt;
   const mass_fit m1 = fit_mass(gather_columns(t1.mass, kept), t1.total, opt);
   const mass_fit m2 = fit_mass(gather_columns(t2.mass, kept), t2.total, opt);
-  const fit_matrix a2 = gather_columns(t2.mass, kept);
+  const matrix_d a2 = gather_columns(t2.mass, kept);
   const double r1_on_q2 = (a2 * m1.weight - t2.total).norm(), r2_on_q2 = (a2 * m2.weight - t2.total).norm();
   CHECK(r2_on_q2 <= r1_on_q2 * (1.0 + 1e-12));
   CHECK(r2_on_q2 < r1_on_q2);  // and here strictly: the sets differ in earnest
 
-  const head_matrix ck = gather_rows(h.k, kept), cv = gather_rows(h.v, kept);
-  const fit_matrix x2 = softmax_weights(attention_scores(h.q, ck, m2.beta));
-  const fit_matrix x1 = x2.topRows(96);
+  const matrix_f ck = gather_rows(h.k, kept), cv = gather_rows(h.v, kept);
+  const matrix_d x2 = softmax_weights(attention_scores(h.q, ck, m2.beta));
+  const matrix_d x1 = x2.topRows(96);
   const value_fit v1 = fit_values(x1, t1.output, cv, 0.0), v2 = fit_values(x2, t2.output, cv, 0.0);
   REQUIRE_FALSE(v1.fallback);
   REQUIRE_FALSE(v2.fallback);
@@ -152,19 +154,19 @@ TEST_CASE("OMP recovers a planted sparse selection") {
   int recovered = 0, erc_holds = 0;
   for (std::uint64_t seed = 1; seed <= 20; ++seed) {
     const Eigen::Index m = 64, n = 40;
-    fit_matrix a(m, n);
+    matrix_d a(m, n);
     for (Eigen::Index i = 0; i < m; ++i)
       for (Eigen::Index j = 0; j < n; ++j) {
         const auto idx = static_cast<std::uint64_t>(i * n + j);
         a(i, j) = uniform01(seed, 1, idx, 0) < 0.25 ? uniform01(seed, 1, idx, 1) : 0.0;
       }
     fit_vector b = fit_vector::Zero(m);
-    fit_matrix as(m, 4);
+    matrix_d as(m, 4);
     for (int k = 0; k < 4; ++k) {
       b += c[k] * a.col(planted[static_cast<std::size_t>(k)]);
       as.col(k) = a.col(planted[static_cast<std::size_t>(k)]);
     }
-    const Eigen::CompleteOrthogonalDecomposition<fit_matrix> pinv(as);
+    const Eigen::CompleteOrthogonalDecomposition<matrix_d> pinv(as);
     double erc = 0.0;
     for (Eigen::Index j = 0; j < n; ++j)
       if (std::find(planted.begin(), planted.end(), j) == planted.end())
@@ -198,7 +200,7 @@ TEST_CASE("Attention Matching at 10x beats eviction on held-out queries") {
   for (std::uint64_t seed : {1u, 5u}) {
     const head h = structured_head(256, 32, 128, seed);
     const Eigen::Index budget = budget_from_ratio(256, 10.0);
-    const fit_matrix original = reference_attention(h.held_out, h.k, h.v);
+    const matrix_d original = reference_attention(h.held_out, h.k, h.v);
     attention_matching_options omp;
     omp.selection = key_selection::orthogonal_matching_pursuit;
     snapkv_options snap;
@@ -219,9 +221,9 @@ TEST_CASE("Attention Matching at 10x beats eviction on held-out queries") {
 TEST_CASE("a singular value fit falls back to the original values and is counted") {
   // Two kept tokens with identical keys give identical columns of X: without ridge the
   // value system is rank-deficient.
-  head_matrix k = gaussian_matrix(64, 16, 7, 1), v = gaussian_matrix(64, 16, 7, 2);
+  matrix_f k = gaussian_matrix(64, 16, 7, 1), v = gaussian_matrix(64, 16, 7, 2);
   k.row(9) = k.row(4);
-  const head_matrix q = gaussian_matrix(32, 16, 7, 3);
+  const matrix_f q = gaussian_matrix(32, 16, 7, 3);
   attention_matching_options plain;
   plain.value_ridge = 0.0;
   const compaction_result r = fit_compacted_cache(k, v, q, {1, 4, 9, 20}, plain);
@@ -235,13 +237,13 @@ TEST_CASE("a singular value fit falls back to the original values and is counted
 }
 
 TEST_CASE("Attention Matching rejects bad input, naming the problem") {
-  const head_matrix k = gaussian_matrix(64, 16, 8, 1), v = gaussian_matrix(64, 16, 8, 2);
-  const head_matrix q = gaussian_matrix(32, 16, 8, 3);
+  const matrix_f k = gaussian_matrix(64, 16, 8, 1), v = gaussian_matrix(64, 16, 8, 2);
+  const matrix_f q = gaussian_matrix(32, 16, 8, 3);
   CHECK_THROWS_WITH(attention_matching(k, v, q, 0), Catch::Contains("budget"));
   CHECK_THROWS_WITH(attention_matching(k, v, q, 65), Catch::Contains("budget"));
   CHECK_THROWS_WITH(attention_matching(k, v, q, 33), Catch::Contains("reference queries"));
-  CHECK_THROWS_WITH(attention_matching(k, v, head_matrix(32, 8), 4), Catch::Contains("head_dim"));
-  CHECK_THROWS_WITH(attention_matching(k, head_matrix(60, 16), q, 4), Catch::Contains("tokens"));
+  CHECK_THROWS_WITH(attention_matching(k, v, matrix_f(32, 8), 4), Catch::Contains("head_dim"));
+  CHECK_THROWS_WITH(attention_matching(k, matrix_f(60, 16), q, 4), Catch::Contains("tokens"));
   CHECK_THROWS_WITH(fit_compacted_cache(k, v, q, {3, 3}), Catch::Contains("ascending"));
   CHECK_THROWS_WITH(fit_compacted_cache(k, v, q, {3, 64}), Catch::Contains("range"));
   attention_matching_options bad;
@@ -250,14 +252,14 @@ TEST_CASE("Attention Matching rejects bad input, naming the problem") {
   bad = {};
   bad.weight_floor = 0.0;
   CHECK_THROWS_WITH(attention_matching(k, v, q, 4, bad), Catch::Contains("floor"));
-  head_matrix knan = k;
+  matrix_f knan = k;
   knan(5, 3) = std::numeric_limits<float>::quiet_NaN();
   CHECK_THROWS_WITH(attention_matching(knan, v, q, 4), Catch::Contains("non-finite"));
-  head_matrix qinf = q;
+  matrix_f qinf = q;
   qinf(0, 0) = std::numeric_limits<float>::infinity();
   CHECK_THROWS_WITH(attention_matching(k, v, qinf, 4), Catch::Contains("non-finite"));
-  CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(fit_matrix::Ones(8, 6), fit_vector::Ones(8), 7),
+  CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(matrix_d::Ones(8, 6), fit_vector::Ones(8), 7),
                     Catch::Contains("budget"));
-  CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(fit_matrix::Ones(8, 6), fit_vector::Ones(7), 2),
+  CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(matrix_d::Ones(8, 6), fit_vector::Ones(7), 2),
                     Catch::Contains("totals"));
 }

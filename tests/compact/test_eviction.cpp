@@ -14,6 +14,8 @@
 #include "data.hpp"
 
 using namespace kvq::compact;
+using kvq::matrix_d;
+using kvq::matrix_f;
 using kvq_test_compact::gaussian_matrix;
 using kvq_test_compact::plain_attention;
 
@@ -29,8 +31,8 @@ std::vector<token_index> range(token_index a, token_index b) {
 
 // Background keys of small norm; `heavy` tokens get key 8 e_dir, so a query with
 // component 4 along e_dir scores 32/sqrt(32) = 5.7 on them (~300x a background token).
-head_matrix planted_keys(const std::vector<token_index>& heavy, Eigen::Index dir, std::uint64_t seed) {
-  head_matrix k = gaussian_matrix(kN, kD, seed, 1, 0.2);
+matrix_f planted_keys(const std::vector<token_index>& heavy, Eigen::Index dir, std::uint64_t seed) {
+  matrix_f k = gaussian_matrix(kN, kD, seed, 1, 0.2);
   for (token_index t : heavy) {
     k.row(t).setZero();
     k(t, dir) = 8.0f;
@@ -38,8 +40,8 @@ head_matrix planted_keys(const std::vector<token_index>& heavy, Eigen::Index dir
   return k;
 }
 
-head_matrix queries_along(Eigen::Index m, Eigen::Index dir, std::uint64_t seed, std::uint64_t stream) {
-  head_matrix q = gaussian_matrix(m, kD, seed, stream, 0.1);
+matrix_f queries_along(Eigen::Index m, Eigen::Index dir, std::uint64_t seed, std::uint64_t stream) {
+  matrix_f q = gaussian_matrix(m, kD, seed, stream, 0.1);
   for (Eigen::Index i = 0; i < m; ++i) q(i, dir) += 4.0f;
   return q;
 }
@@ -59,7 +61,7 @@ TEST_CASE("budget_from_ratio is floor(n / ratio), at least one token") {
 }
 
 TEST_CASE("StreamingLLM keeps exactly the sink tokens and the recent window") {
-  const head_matrix k = gaussian_matrix(kN, kD, 11, 1), v = gaussian_matrix(kN, kD, 11, 2);
+  const matrix_f k = gaussian_matrix(kN, kD, 11, 1), v = gaussian_matrix(kN, kD, 11, 2);
   const compaction_result r = streaming_llm(k, v, 20, 4);
   std::vector<token_index> want = range(0, 4);
   for (token_index t : range(kN - 16, kN)) want.push_back(t);
@@ -77,9 +79,9 @@ TEST_CASE("StreamingLLM keeps exactly the sink tokens and the recent window") {
 
 TEST_CASE("H2O keeps the tokens with the most accumulated attention") {
   const std::vector<token_index> heavy{17, 60, 101, 200, 230};
-  const head_matrix k = planted_keys(heavy, 0, 21);
-  const head_matrix v = gaussian_matrix(kN, kD, 21, 2);
-  const head_matrix q = queries_along(40, 0, 21, 3);
+  const matrix_f k = planted_keys(heavy, 0, 21);
+  const matrix_f v = gaussian_matrix(kN, kD, 21, 2);
+  const matrix_f q = queries_along(40, 0, 21, 3);
   CHECK(h2o(k, v, q, 5).kept == heavy);
   std::vector<token_index> with_recent = heavy;
   for (token_index t : range(kN - 3, kN)) with_recent.push_back(t);
@@ -89,11 +91,11 @@ TEST_CASE("H2O keeps the tokens with the most accumulated attention") {
 TEST_CASE("SnapKV follows the observation window, pooled over neighbours") {
   // The first 48 queries attend to tokens 17 and 60 (direction 0); the last 16 (the
   // observation window) to two runs of five tokens, 100..104 and 180..184 (direction 1).
-  head_matrix k = planted_keys({17, 60}, 0, 31);
+  matrix_f k = planted_keys({17, 60}, 0, 31);
   for (token_index t : range(100, 105)) k.row(t).setZero(), k(t, 1) = 8.0f;
   for (token_index t : range(180, 185)) k.row(t).setZero(), k(t, 1) = 8.0f;
-  const head_matrix v = gaussian_matrix(kN, kD, 31, 2);
-  head_matrix q(64, kD);
+  const matrix_f v = gaussian_matrix(kN, kD, 31, 2);
+  matrix_f q(64, kD);
   q.topRows(48) = queries_along(48, 0, 31, 3);
   q.bottomRows(16) = queries_along(16, 1, 31, 4);
 
@@ -117,9 +119,9 @@ TEST_CASE("SnapKV follows the observation window, pooled over neighbours") {
 }
 
 TEST_CASE("SnapKV max pooling keeps the neighbourhood of an isolated heavy hitter") {
-  const head_matrix k = planted_keys({150}, 2, 41);
-  const head_matrix v = gaussian_matrix(kN, kD, 41, 2);
-  const head_matrix q = queries_along(32, 2, 41, 3);
+  const matrix_f k = planted_keys({150}, 2, 41);
+  const matrix_f v = gaussian_matrix(kN, kD, 41, 2);
+  const matrix_f q = queries_along(32, 2, 41, 3);
   snapkv_options mx;
   mx.observation_window = 8;
   mx.kernel = 5;
@@ -131,7 +133,7 @@ TEST_CASE("SnapKV max pooling keeps the neighbourhood of an isolated heavy hitte
 
 TEST_CASE("random subset is deterministic in the seed, distinct, ascending and spread out") {
   const Eigen::Index n = 1024;
-  const head_matrix k = gaussian_matrix(n, 8, 51, 1), v = gaussian_matrix(n, 8, 51, 2);
+  const matrix_f k = gaussian_matrix(n, 8, 51, 1), v = gaussian_matrix(n, 8, 51, 2);
   const compaction_result a = random_subset(k, v, 512, 7), b = random_subset(k, v, 512, 7);
   const compaction_result c = random_subset(k, v, 512, 8);
   CHECK(a.kept == b.kept);
@@ -151,12 +153,12 @@ TEST_CASE("random subset is deterministic in the seed, distinct, ascending and s
 }
 
 TEST_CASE("identity subset with beta = 0 is plain attention, bit for bit") {
-  const head_matrix k = gaussian_matrix(kN, kD, 61, 1), v = gaussian_matrix(kN, kD, 61, 2);
-  const head_matrix q = gaussian_matrix(8, kD, 61, 3, 1.5);
+  const matrix_f k = gaussian_matrix(kN, kD, 61, 1), v = gaussian_matrix(kN, kD, 61, 2);
+  const matrix_f q = gaussian_matrix(8, kD, 61, 3, 1.5);
   const compaction_result all = streaming_llm(k, v, kN, 0);  // every token, beta = 0
   REQUIRE(all.kept == range(0, kN));
-  const fit_matrix o = compacted_attention(q, all);
-  const fit_matrix w = effective_weights(q, all, kN);
+  const matrix_d o = compacted_attention(q, all);
+  const matrix_d w = effective_weights(q, all, kN);
   for (Eigen::Index i = 0; i < q.rows(); ++i) {
     std::vector<double> pw;
     const std::vector<double> ref = plain_attention(k, v, q.row(i).data(), {}, &pw);
@@ -166,12 +168,12 @@ TEST_CASE("identity subset with beta = 0 is plain attention, bit for bit") {
 }
 
 TEST_CASE("biased attention over a subset, and its weights scattered onto the original tokens") {
-  const head_matrix k = gaussian_matrix(kN, kD, 71, 1), v = gaussian_matrix(kN, kD, 71, 2);
-  const head_matrix q = gaussian_matrix(4, kD, 71, 3, 1.5);
+  const matrix_f k = gaussian_matrix(kN, kD, 71, 1), v = gaussian_matrix(kN, kD, 71, 2);
+  const matrix_f q = gaussian_matrix(4, kD, 71, 3, 1.5);
   compaction_result r = random_subset(k, v, 30, 3);
   for (std::size_t j = 0; j < r.beta.size(); ++j) r.beta[j] = 0.25f * static_cast<float>(j % 5) - 0.5f;
-  const fit_matrix o = compacted_attention(q, r);
-  const fit_matrix w = effective_weights(q, r, kN);
+  const matrix_d o = compacted_attention(q, r);
+  const matrix_d w = effective_weights(q, r, kN);
   const std::set<token_index> kept(r.kept.begin(), r.kept.end());
   for (Eigen::Index i = 0; i < q.rows(); ++i) {
     std::vector<double> pw;
@@ -184,15 +186,15 @@ TEST_CASE("biased attention over a subset, and its weights scattered onto the or
 }
 
 TEST_CASE("eviction baselines reject bad input, naming the problem") {
-  const head_matrix k = gaussian_matrix(64, 16, 81, 1), v = gaussian_matrix(64, 16, 81, 2);
-  const head_matrix q = gaussian_matrix(8, 16, 81, 3);
+  const matrix_f k = gaussian_matrix(64, 16, 81, 1), v = gaussian_matrix(64, 16, 81, 2);
+  const matrix_f q = gaussian_matrix(8, 16, 81, 3);
   CHECK_THROWS_WITH(streaming_llm(k, v, 0), Catch::Contains("budget"));
   CHECK_THROWS_WITH(streaming_llm(k, v, 65), Catch::Contains("budget"));
   CHECK_THROWS_WITH(streaming_llm(k, v, 4, 5), Catch::Contains("sink"));
-  CHECK_THROWS_WITH(streaming_llm(k, head_matrix(63, 16), 4), Catch::Contains("tokens"));
-  CHECK_THROWS_WITH(streaming_llm(k, head_matrix(64, 8), 4), Catch::Contains("head_dim"));
-  CHECK_THROWS_WITH(h2o(k, v, head_matrix(8, 15), 4), Catch::Contains("head_dim"));
-  CHECK_THROWS_WITH(h2o(k, v, head_matrix(0, 16), 4), Catch::Contains("reference queries"));
+  CHECK_THROWS_WITH(streaming_llm(k, matrix_f(63, 16), 4), Catch::Contains("tokens"));
+  CHECK_THROWS_WITH(streaming_llm(k, matrix_f(64, 8), 4), Catch::Contains("head_dim"));
+  CHECK_THROWS_WITH(h2o(k, v, matrix_f(8, 15), 4), Catch::Contains("head_dim"));
+  CHECK_THROWS_WITH(h2o(k, v, matrix_f(0, 16), 4), Catch::Contains("reference queries"));
   CHECK_THROWS_WITH(h2o(k, v, q, 4, 5), Catch::Contains("recent"));
   snapkv_options o;
   o.observation_window = 9;
@@ -201,5 +203,5 @@ TEST_CASE("eviction baselines reject bad input, naming the problem") {
   o.kernel = 4;
   CHECK_THROWS_WITH(snapkv(k, v, q, 4, o), Catch::Contains("kernel"));
   CHECK_THROWS_WITH(random_subset(k, v, -1, 1), Catch::Contains("budget"));
-  CHECK_THROWS_WITH(streaming_llm(head_matrix(0, 16), head_matrix(0, 16), 1), Catch::Contains("no tokens"));
+  CHECK_THROWS_WITH(streaming_llm(matrix_f(0, 16), matrix_f(0, 16), 1), Catch::Contains("no tokens"));
 }

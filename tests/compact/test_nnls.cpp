@@ -12,20 +12,22 @@
 #include "data.hpp"
 
 using namespace kvq::compact;
+using kvq::matrix_d;
+using kvq::matrix_f;
 using kvq_test_compact::gaussian;
 using kvq_test_compact::uniform01;
 
 namespace {
 
-fit_matrix gaussian_system(Eigen::Index m, Eigen::Index n, std::uint64_t seed) {
-  fit_matrix a(m, n);
+matrix_d gaussian_system(Eigen::Index m, Eigen::Index n, std::uint64_t seed) {
+  matrix_d a(m, n);
   for (Eigen::Index i = 0; i < m; ++i)
     for (Eigen::Index j = 0; j < n; ++j) a(i, j) = gaussian(seed, 1, static_cast<std::uint64_t>(i * n + j));
   return a;
 }
 
-fit_matrix uniform_system(Eigen::Index m, Eigen::Index n, std::uint64_t seed) {
-  fit_matrix a(m, n);
+matrix_d uniform_system(Eigen::Index m, Eigen::Index n, std::uint64_t seed) {
+  matrix_d a(m, n);
   for (Eigen::Index i = 0; i < m; ++i)
     for (Eigen::Index j = 0; j < n; ++j) a(i, j) = uniform01(seed, 1, static_cast<std::uint64_t>(i * n + j), 0);
   return a;
@@ -46,16 +48,16 @@ struct brute_result {
   double residual;
 };
 
-brute_result brute_force_nnls(const fit_matrix& a, const fit_vector& b) {
+brute_result brute_force_nnls(const matrix_d& a, const fit_vector& b) {
   const Eigen::Index n = a.cols();
   brute_result best{fit_vector::Zero(n), b.norm()};
   for (unsigned mask = 1; mask < (1u << n); ++mask) {
     std::vector<Eigen::Index> idx;
     for (Eigen::Index j = 0; j < n; ++j)
       if (mask & (1u << j)) idx.push_back(j);
-    fit_matrix as(a.rows(), static_cast<Eigen::Index>(idx.size()));
+    matrix_d as(a.rows(), static_cast<Eigen::Index>(idx.size()));
     for (std::size_t c = 0; c < idx.size(); ++c) as.col(static_cast<Eigen::Index>(c)) = a.col(idx[c]);
-    const fit_vector z = Eigen::HouseholderQR<fit_matrix>(as).solve(b);
+    const fit_vector z = Eigen::HouseholderQR<matrix_d>(as).solve(b);
     if ((z.array() <= 0.0).any()) continue;
     fit_vector x = fit_vector::Zero(n);
     for (std::size_t c = 0; c < idx.size(); ++c) x(idx[c]) = z(static_cast<Eigen::Index>(c));
@@ -71,7 +73,7 @@ TEST_CASE("NNLS matches exhaustive search over supports on small problems") {
   int active_constraints = 0;
   for (std::uint64_t seed = 1; seed <= 40; ++seed) {
     const bool nonneg = seed % 2 == 0;  // mass-like (non-negative) and signed systems
-    const fit_matrix a = nonneg ? uniform_system(9, 6, seed) : gaussian_system(9, 6, seed);
+    const matrix_d a = nonneg ? uniform_system(9, 6, seed) : gaussian_system(9, 6, seed);
     const fit_vector b = gaussian_rhs(9, seed).cwiseAbs() + (nonneg ? fit_vector::Zero(9) : gaussian_rhs(9, seed + 100));
     const nnls_result got = nnls(a, b);
     const brute_result want = brute_force_nnls(a, b);
@@ -88,7 +90,7 @@ TEST_CASE("NNLS matches exhaustive search over supports on small problems") {
 
 TEST_CASE("NNLS satisfies the KKT conditions on larger problems") {
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    const fit_matrix a = seed % 2 ? uniform_system(60, 24, seed) : gaussian_system(60, 24, seed);
+    const matrix_d a = seed % 2 ? uniform_system(60, 24, seed) : gaussian_system(60, 24, seed);
     const fit_vector b = gaussian_rhs(60, seed);
     const nnls_result r = nnls(a, b);
     REQUIRE(r.converged);
@@ -104,7 +106,7 @@ TEST_CASE("NNLS satisfies the KKT conditions on larger problems") {
 }
 
 TEST_CASE("NNLS recovers a non-negative sparse solution of a consistent system") {
-  const fit_matrix a = uniform_system(50, 20, 9);
+  const matrix_d a = uniform_system(50, 20, 9);
   fit_vector x = fit_vector::Zero(20);
   x(3) = 2.0, x(7) = 0.5, x(15) = 1.25;
   const nnls_result r = nnls(a, a * x);
@@ -114,7 +116,7 @@ TEST_CASE("NNLS recovers a non-negative sparse solution of a consistent system")
 
 TEST_CASE("NNLS from a warm start reaches the same optimum") {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    const fit_matrix a = gaussian_system(16, 8, seed);
+    const matrix_d a = gaussian_system(16, 8, seed);
     const fit_vector b = gaussian_rhs(16, seed);
     const brute_result want = brute_force_nnls(a, b);
     // Starts: the optimum of the first 7 columns padded with 0 (what OMP passes), and
@@ -124,7 +126,7 @@ TEST_CASE("NNLS from a warm start reaches the same optimum") {
     s1_.head(7) = part.x;
     const fit_vector s1 = s1_;
     const fit_vector s2 = fit_vector::Constant(8, 0.3);
-    const fit_matrix g = a.transpose() * a;
+    const matrix_d g = a.transpose() * a;
     const fit_vector atb = a.transpose() * b;
     for (const fit_vector* s : {&s1, &s2}) {
       const nnls_result r = nnls_normal(g, atb, 0, nnls_default_tolerance(a, b), s);
@@ -136,6 +138,6 @@ TEST_CASE("NNLS from a warm start reaches the same optimum") {
 }
 
 TEST_CASE("NNLS rejects mismatched systems") {
-  CHECK_THROWS_AS(nnls(fit_matrix::Zero(4, 3), fit_vector::Zero(5)), std::invalid_argument);
-  CHECK_THROWS_AS(nnls(fit_matrix::Zero(4, 0), fit_vector::Zero(4)), std::invalid_argument);
+  CHECK_THROWS_AS(nnls(matrix_d::Zero(4, 3), fit_vector::Zero(5)), std::invalid_argument);
+  CHECK_THROWS_AS(nnls(matrix_d::Zero(4, 0), fit_vector::Zero(4)), std::invalid_argument);
 }

@@ -11,6 +11,8 @@
 #include "data.hpp"
 
 using namespace kvq::compact;
+using kvq::matrix_d;
+using kvq::matrix_f;
 using kvq_test_compact::gaussian_matrix;
 
 TEST_CASE("bias storage: fp32 keeps the float, bf16 rounds to nearest even") {
@@ -24,39 +26,39 @@ TEST_CASE("bias storage: fp32 keeps the float, bf16 rounds to nearest even") {
 }
 
 TEST_CASE("quantize_compacted applies the codecs and the bias storage, keeps the selection") {
-  const head_matrix k = gaussian_matrix(128, 16, 3, 1), v = gaussian_matrix(128, 16, 3, 2);
-  const head_matrix q = gaussian_matrix(64, 16, 3, 3);
+  const matrix_f k = gaussian_matrix(128, 16, 3, 1), v = gaussian_matrix(128, 16, 3, 2);
+  const matrix_f q = gaussian_matrix(64, 16, 3, 3);
   const compaction_result c = attention_matching(k, v, q, 16);
   int key_calls = 0, value_calls = 0;
   const compaction_result z = quantize_compacted(
-      c, [&](const head_matrix& m) { ++key_calls; return head_matrix(m * 2.0f); },
-      [&](const head_matrix& m) { ++value_calls; return head_matrix(m * 0.5f); }, beta_storage::bf16);
+      c, [&](const matrix_f& m) { ++key_calls; return matrix_f(m * 2.0f); },
+      [&](const matrix_f& m) { ++value_calls; return matrix_f(m * 0.5f); }, beta_storage::bf16);
   CHECK(key_calls == 1);
   CHECK(value_calls == 1);
   CHECK(z.kept == c.kept);
-  CHECK(z.keys == head_matrix(c.keys * 2.0f));
-  CHECK(z.values == head_matrix(c.values * 0.5f));
+  CHECK(z.keys == matrix_f(c.keys * 2.0f));
+  CHECK(z.values == matrix_f(c.values * 0.5f));
   for (std::size_t j = 0; j < c.beta.size(); ++j) {
     CHECK(z.beta[j] == stored_beta(c.beta[j], beta_storage::bf16));
     CHECK(std::abs(z.beta[j] - c.beta[j]) <= std::abs(c.beta[j]) * 0x1p-8f);  // half a bf16 ulp
   }
   // The identity codec with fp32 biases changes nothing: same attention, bit for bit.
-  const compaction_result same = quantize_compacted(c, [](const head_matrix& m) { return m; }, beta_storage::fp32);
+  const compaction_result same = quantize_compacted(c, [](const matrix_f& m) { return m; }, beta_storage::fp32);
   CHECK(compacted_attention(q, same) == compacted_attention(q, c));
 }
 
 TEST_CASE("quantize_compacted rejects a codec that changes the shape, and dropped biases") {
-  const head_matrix k = gaussian_matrix(64, 8, 4, 1), v = gaussian_matrix(64, 8, 4, 2);
-  const head_matrix q = gaussian_matrix(32, 8, 4, 3);
+  const matrix_f k = gaussian_matrix(64, 8, 4, 1), v = gaussian_matrix(64, 8, 4, 2);
+  const matrix_f q = gaussian_matrix(32, 8, 4, 3);
   const compaction_result c = attention_matching(k, v, q, 8);
-  CHECK_THROWS_WITH(quantize_compacted(c, [](const head_matrix& m) { return head_matrix(m.topRows(2)); },
+  CHECK_THROWS_WITH(quantize_compacted(c, [](const matrix_f& m) { return matrix_f(m.topRows(2)); },
                                        beta_storage::fp32),
                     Catch::Contains("shape"));
-  CHECK_THROWS_WITH(quantize_compacted(c, [](const head_matrix& m) { return m; }, beta_storage::none),
+  CHECK_THROWS_WITH(quantize_compacted(c, [](const matrix_f& m) { return m; }, beta_storage::none),
                     Catch::Contains("nonzero biases"));
   // Eviction has no biases: storing none is fine.
   const compaction_result e = streaming_llm(k, v, 8);
-  CHECK(quantize_compacted(e, [](const head_matrix& m) { return m; }, beta_storage::none).beta ==
+  CHECK(quantize_compacted(e, [](const matrix_f& m) { return m; }, beta_storage::none).beta ==
         std::vector<float>(8, 0.0f));
 }
 

@@ -53,6 +53,7 @@
 #include <kvq/compact/reference.hpp>
 #include <kvq/compact/select.hpp>
 #include <kvq/compact/types.hpp>
+#include <kvq/core/math.hpp>
 
 namespace kvq {
 namespace compact {
@@ -68,15 +69,15 @@ struct attention_matching_options {
 
 /// The quantities of the original cache the fits match, on the reference queries.
 struct attention_targets {
-  fit_matrix mass;       ///< E (m x n): exp(s_it - M_i)
+  matrix_d mass;       ///< E (m x n): exp(s_it - M_i)
   fit_vector total;      ///< b (m): sum_t E_it
-  fit_matrix output;     ///< Y (m x d): original attention outputs
-  fit_matrix weights;    ///< P (m x n): original softmax weights
+  matrix_d output;     ///< Y (m x d): original attention outputs
+  matrix_d weights;    ///< P (m x n): original softmax weights
 };
 
-inline attention_targets make_targets(const head_matrix& keys, const head_matrix& values, const head_matrix& queries) {
+inline attention_targets make_targets(const matrix_f& keys, const matrix_f& values, const matrix_f& queries) {
   attention_targets t;
-  const fit_matrix s = attention_scores(queries, keys);
+  const matrix_d s = attention_scores(queries, keys);
   t.mass = shifted_exp(s, row_max(s));
   t.total = row_sums(t.mass);
   t.weights.resize(t.mass.rows(), t.mass.cols());
@@ -88,7 +89,7 @@ inline attention_targets make_targets(const head_matrix& keys, const head_matrix
 
 /// Highest-RMS-attention selection: the `budget` tokens with the largest
 /// sqrt(mean_i p_it^2), ascending.
-inline std::vector<token_index> select_highest_rms_attention(const fit_matrix& weights, Eigen::Index budget) {
+inline std::vector<token_index> select_highest_rms_attention(const matrix_d& weights, Eigen::Index budget) {
   std::vector<double> score(static_cast<std::size_t>(weights.cols()));
   for (Eigen::Index t = 0; t < weights.cols(); ++t) {
     double acc = 0.0;
@@ -99,14 +100,14 @@ inline std::vector<token_index> select_highest_rms_attention(const fit_matrix& w
 }
 
 /// Columns `cols` of a (in that order).
-inline fit_matrix gather_columns(const fit_matrix& a, const std::vector<token_index>& cols) {
-  fit_matrix out(a.rows(), static_cast<Eigen::Index>(cols.size()));
+inline matrix_d gather_columns(const matrix_d& a, const std::vector<token_index>& cols) {
+  matrix_d out(a.rows(), static_cast<Eigen::Index>(cols.size()));
   for (std::size_t j = 0; j < cols.size(); ++j) out.col(static_cast<Eigen::Index>(j)) = a.col(cols[j]);
   return out;
 }
 
 /// OMP selection on min ||E_S w - b||, w >= 0: the columns in the order chosen.
-inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_matrix& mass, const fit_vector& total,
+inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_d& mass, const fit_vector& total,
                                                                    Eigen::Index budget, int nnls_max_iterations = 0) {
   const Eigen::Index m = mass.rows(), n = mass.cols();
   if (total.size() != m)
@@ -118,7 +119,7 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const fit_mat
   // The normal equations of the selected columns grow by one row and column per step
   // (same summation order as detail::gram), and each NNLS starts from the previous
   // step's solution: O(m k) + a few passive-set solves per step instead of a fresh fit.
-  fit_matrix g(0, 0);
+  matrix_d g(0, 0);
   fit_vector atb(0), x(0);
   const double eps = std::numeric_limits<double>::epsilon();
   const double bnorm = total.norm();
@@ -185,7 +186,7 @@ struct mass_fit {
 };
 
 /// Fits w >= 0 in min ||A w - b|| (A: m x t masses of the kept keys, b: m totals).
-inline mass_fit fit_mass(const fit_matrix& kept_mass, const fit_vector& total, const attention_matching_options& opt) {
+inline mass_fit fit_mass(const matrix_d& kept_mass, const fit_vector& total, const attention_matching_options& opt) {
   if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
   const nnls_result sol = nnls(kept_mass, total, opt.nnls_max_iterations);
   mass_fit f;
@@ -197,7 +198,7 @@ inline mass_fit fit_mass(const fit_matrix& kept_mass, const fit_vector& total, c
       f.weight(j) = opt.weight_floor;
       ++f.clamped;
     }
-    f.beta[static_cast<std::size_t>(j)] = static_cast<float>(std::log(f.weight(j)));
+    f.beta[static_cast<std::size_t>(j)] = static_cast<float>(kvq::math::log(f.weight(j)));
   }
   const double bn = total.norm();
   const double rn = (detail::times(kept_mass, f.weight) - total).norm();
@@ -207,14 +208,14 @@ inline mass_fit fit_mass(const fit_matrix& kept_mass, const fit_vector& total, c
 
 /// The refitted values of kept keys.
 struct value_fit {
-  head_matrix values;  ///< t x d, float
+  matrix_f values;  ///< t x d, float
   int rank = 0;
   int columns = 0;
   bool fallback = false;
 };
 
 /// min ||X C - Y||^2 + lambda ||C - V_kept||^2 with lambda = ridge * ||X||_F^2 / t.
-inline value_fit fit_values(const fit_matrix& x, const fit_matrix& y, const head_matrix& kept_values, double ridge) {
+inline value_fit fit_values(const matrix_d& x, const matrix_d& y, const matrix_f& kept_values, double ridge) {
   if (!(ridge >= 0.0)) throw std::invalid_argument("compact: value ridge must be >= 0");
   if (x.rows() != y.rows() || x.cols() != kept_values.rows() || y.cols() != kept_values.cols())
     throw std::invalid_argument("compact: value fit shapes disagree");
@@ -222,22 +223,22 @@ inline value_fit fit_values(const fit_matrix& x, const fit_matrix& y, const head
   const double lambda = ridge * x.squaredNorm() / static_cast<double>(t);
   const double sl = std::sqrt(lambda);
   const Eigen::Index extra = lambda > 0.0 ? t : 0;
-  fit_matrix a = fit_matrix::Zero(m + extra, t);
-  fit_matrix rhs(m + extra, d);
+  matrix_d a = matrix_d::Zero(m + extra, t);
+  matrix_d rhs(m + extra, d);
   a.topRows(m) = x;
   rhs.topRows(m) = y;
   for (Eigen::Index j = 0; j < extra; ++j) {
     a(m + j, j) = sl;
     for (Eigen::Index c = 0; c < d; ++c) rhs(m + j, c) = sl * static_cast<double>(kept_values(j, c));
   }
-  const Eigen::ColPivHouseholderQR<fit_matrix> qr(a);
+  const Eigen::ColPivHouseholderQR<matrix_d> qr(a);
   value_fit f;
   f.rank = static_cast<int>(qr.rank());
   f.columns = static_cast<int>(t);
   if (qr.rank() < t) {
     f.fallback = true;
   } else {
-    const fit_matrix c = qr.solve(rhs);
+    const matrix_d c = qr.solve(rhs);
     if (!c.allFinite()) {
       f.fallback = true;
     } else {
@@ -252,7 +253,7 @@ inline value_fit fit_values(const fit_matrix& x, const fit_matrix& y, const head
 namespace detail {
 
 // The fits of fit_compacted_cache and attention_matching for checked arguments and precomputed targets.
-inline compaction_result fit_to_targets(const head_matrix& keys, const head_matrix& values, const head_matrix& queries,
+inline compaction_result fit_to_targets(const matrix_f& keys, const matrix_f& values, const matrix_f& queries,
                                         const attention_targets& tg, std::vector<token_index> kept,
                                         const attention_matching_options& opt) {
   const mass_fit mf = fit_mass(gather_columns(tg.mass, kept), tg.total, opt);
@@ -260,9 +261,9 @@ inline compaction_result fit_to_targets(const head_matrix& keys, const head_matr
   compaction_result r;
   r.keys = gather_rows(keys, kept);
   r.beta = mf.beta;
-  const head_matrix kept_values = gather_rows(values, kept);
+  const matrix_f kept_values = gather_rows(values, kept);
   // X with the stored float beta: the values are fitted to what the evaluator computes.
-  const fit_matrix x = softmax_weights(attention_scores(queries, r.keys, r.beta));
+  const matrix_d x = softmax_weights(attention_scores(queries, r.keys, r.beta));
   const value_fit vf = fit_values(x, tg.output, kept_values, opt.value_ridge);
   r.values = vf.values;
   r.kept = std::move(kept);
@@ -283,8 +284,8 @@ inline compaction_result fit_to_targets(const head_matrix& keys, const head_matr
 }  // namespace detail
 
 /// Fits beta and values for a given subset `kept` (ascending, distinct) of the tokens.
-inline compaction_result fit_compacted_cache(const head_matrix& keys, const head_matrix& values,
-                                             const head_matrix& queries, std::vector<token_index> kept,
+inline compaction_result fit_compacted_cache(const matrix_f& keys, const matrix_f& values,
+                                             const matrix_f& queries, std::vector<token_index> kept,
                                              const attention_matching_options& opt = {}) {
   detail::check_options(opt);
   detail::check_cache(keys, values);
@@ -301,8 +302,8 @@ inline compaction_result fit_compacted_cache(const head_matrix& keys, const head
 
 /// Attention Matching: select `budget` keys, fit beta (NNLS) and values (least squares).
 /// Needs at least `budget` reference queries (otherwise both fits are underdetermined).
-inline compaction_result attention_matching(const head_matrix& keys, const head_matrix& values,
-                                            const head_matrix& queries, Eigen::Index budget,
+inline compaction_result attention_matching(const matrix_f& keys, const matrix_f& values,
+                                            const matrix_f& queries, Eigen::Index budget,
                                             const attention_matching_options& opt = {}) {
   detail::check_options(opt);
   detail::check_cache(keys, values);

@@ -26,7 +26,7 @@ inline Eigen::Index budget_from_ratio(Eigen::Index n, double ratio) {
 
 namespace detail {
 
-inline void check_cache(const head_matrix& keys, const head_matrix& values) {
+inline void check_cache(const matrix_f& keys, const matrix_f& values) {
   if (keys.rows() < 1) throw std::invalid_argument("compact: the cache has no tokens");
   if (keys.cols() < 1) throw std::invalid_argument("compact: head_dim must be >= 1");
   if (values.rows() != keys.rows())
@@ -39,7 +39,7 @@ inline void check_cache(const head_matrix& keys, const head_matrix& values) {
   if (!values.allFinite()) throw std::invalid_argument("compact: V has non-finite entries");
 }
 
-inline void check_queries(const head_matrix& keys, const head_matrix& queries, Eigen::Index needed) {
+inline void check_queries(const matrix_f& keys, const matrix_f& queries, Eigen::Index needed) {
   if (queries.cols() != keys.cols())
     throw std::invalid_argument("compact: reference queries and K disagree on head_dim (" +
                                 std::to_string(queries.cols()) + " vs " + std::to_string(keys.cols()) + ")");

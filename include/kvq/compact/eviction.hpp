@@ -55,7 +55,7 @@ inline std::vector<token_index> heavy_plus_recent(const std::vector<double>& sco
 }  // namespace detail
 
 /// StreamingLLM: the first sink_tokens tokens and the last budget - sink_tokens.
-inline compaction_result streaming_llm(const head_matrix& keys, const head_matrix& values, Eigen::Index budget,
+inline compaction_result streaming_llm(const matrix_f& keys, const matrix_f& values, Eigen::Index budget,
                                        Eigen::Index sink_tokens = 4) {
   detail::check_cache(keys, values);
   const Eigen::Index n = keys.rows();
@@ -71,8 +71,8 @@ inline compaction_result streaming_llm(const head_matrix& keys, const head_matri
 }
 
 /// H2O scores: attention accumulated over all reference queries, per token.
-inline std::vector<double> h2o_scores(const head_matrix& keys, const head_matrix& queries) {
-  const fit_matrix p = softmax_weights(attention_scores(queries, keys));
+inline std::vector<double> h2o_scores(const matrix_f& keys, const matrix_f& queries) {
+  const matrix_d p = softmax_weights(attention_scores(queries, keys));
   std::vector<double> score(static_cast<std::size_t>(keys.rows()), 0.0);
   for (Eigen::Index i = 0; i < p.rows(); ++i)
     for (Eigen::Index t = 0; t < p.cols(); ++t) score[static_cast<std::size_t>(t)] += p(i, t);
@@ -80,7 +80,7 @@ inline std::vector<double> h2o_scores(const head_matrix& keys, const head_matrix
 }
 
 /// H2O: heavy hitters by accumulated attention plus the `recent_tokens` last tokens.
-inline compaction_result h2o(const head_matrix& keys, const head_matrix& values, const head_matrix& queries,
+inline compaction_result h2o(const matrix_f& keys, const matrix_f& values, const matrix_f& queries,
                              Eigen::Index budget, Eigen::Index recent_tokens = 0) {
   detail::check_cache(keys, values);
   detail::check_queries(keys, queries, 1);
@@ -102,10 +102,10 @@ struct snapkv_options {
 };
 
 /// SnapKV scores of tokens [0, candidates): window-summed attention, pooled.
-inline std::vector<double> snapkv_scores(const head_matrix& keys, const head_matrix& queries,
+inline std::vector<double> snapkv_scores(const matrix_f& keys, const matrix_f& queries,
                                          const snapkv_options& opt, Eigen::Index candidates) {
-  const head_matrix window = queries.bottomRows(opt.observation_window);
-  const fit_matrix p = softmax_weights(attention_scores(window, keys));
+  const matrix_f window = queries.bottomRows(opt.observation_window);
+  const matrix_d p = softmax_weights(attention_scores(window, keys));
   std::vector<double> vote(static_cast<std::size_t>(candidates), 0.0);
   for (Eigen::Index i = 0; i < p.rows(); ++i)
     for (Eigen::Index t = 0; t < candidates; ++t) vote[static_cast<std::size_t>(t)] += p(i, t);
@@ -129,7 +129,7 @@ inline std::vector<double> snapkv_scores(const head_matrix& keys, const head_mat
 }
 
 /// SnapKV: top pooled observation-window attention plus the recent tokens.
-inline compaction_result snapkv(const head_matrix& keys, const head_matrix& values, const head_matrix& queries,
+inline compaction_result snapkv(const matrix_f& keys, const matrix_f& values, const matrix_f& queries,
                                 Eigen::Index budget, const snapkv_options& opt = {}) {
   detail::check_cache(keys, values);
   if (opt.observation_window < 1) throw std::invalid_argument("compact: SnapKV observation window must be >= 1 query");
@@ -148,7 +148,7 @@ constexpr std::uint64_t random_subset_stream = 0x636d7074u;
 
 /// A uniformly random subset of `budget` tokens, deterministic in (seed, n, budget):
 /// the tokens with the smallest 64-bit Philox draws (ties: lower index).
-inline compaction_result random_subset(const head_matrix& keys, const head_matrix& values, Eigen::Index budget,
+inline compaction_result random_subset(const matrix_f& keys, const matrix_f& values, Eigen::Index budget,
                                        std::uint64_t seed) {
   detail::check_cache(keys, values);
   const Eigen::Index n = keys.rows();

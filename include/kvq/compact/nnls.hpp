@@ -38,10 +38,10 @@ namespace detail {
 // the detected cache sizes, so its summation order may differ between machines.
 // (Raw row-major pointers: the same order as element access, without Eigen's
 // per-element call overhead in unoptimised builds.)
-inline fit_matrix gram(const fit_matrix& a) {
+inline matrix_d gram(const matrix_d& a) {
   const Eigen::Index m = a.rows(), n = a.cols();
   const double* p = a.data();
-  fit_matrix g(n, n);
+  matrix_d g(n, n);
   for (Eigen::Index r = 0; r < n; ++r)
     for (Eigen::Index c = r; c < n; ++c) {
       double acc = 0.0;
@@ -52,7 +52,7 @@ inline fit_matrix gram(const fit_matrix& a) {
   return g;
 }
 
-inline fit_vector transpose_times(const fit_matrix& a, const fit_vector& v) {
+inline fit_vector transpose_times(const matrix_d& a, const fit_vector& v) {
   const Eigen::Index m = a.rows(), n = a.cols();
   const double* p = a.data();
   const double* pv = v.data();
@@ -65,7 +65,7 @@ inline fit_vector transpose_times(const fit_matrix& a, const fit_vector& v) {
   return out;
 }
 
-inline fit_vector times(const fit_matrix& a, const fit_vector& x) {
+inline fit_vector times(const matrix_d& a, const fit_vector& x) {
   const Eigen::Index m = a.rows(), n = a.cols();
   const double* p = a.data();
   const double* px = x.data();
@@ -88,7 +88,7 @@ struct nnls_result {
 };
 
 /// The default dual-feasibility tolerance: 10 * eps * max(m, n) * ||A||_F * ||b||_2.
-inline double nnls_default_tolerance(const fit_matrix& a, const fit_vector& b) {
+inline double nnls_default_tolerance(const matrix_d& a, const fit_vector& b) {
   const double eps = std::numeric_limits<double>::epsilon();
   return 10.0 * eps * static_cast<double>(std::max(a.rows(), a.cols())) * a.norm() * b.norm();
 }
@@ -97,7 +97,7 @@ inline double nnls_default_tolerance(const fit_matrix& a, const fit_vector& b) {
 /// `start` (optional, x >= 0): a warm start; its positive entries form the initial
 /// passive set and are made feasible-optimal first (the inner loop), as when a caller
 /// adds columns to a problem it has solved (OMP). residual_norm is left 0: it needs A.
-inline nnls_result nnls_normal(const fit_matrix& g_full, const fit_vector& atb, int max_iterations, double tol,
+inline nnls_result nnls_normal(const matrix_d& g_full, const fit_vector& atb, int max_iterations, double tol,
                                const fit_vector* start = nullptr) {
   const Eigen::Index n = g_full.cols();
   if (g_full.rows() != n || atb.size() != n) throw std::invalid_argument("compact: NNLS normal equations disagree");
@@ -116,7 +116,7 @@ inline nnls_result nnls_normal(const fit_matrix& g_full, const fit_vector& atb, 
     for (Eigen::Index j = 0; j < n; ++j)
       if (passive[static_cast<std::size_t>(j)]) idx.push_back(j);
     const auto k = static_cast<Eigen::Index>(idx.size());
-    fit_matrix gp(k, k);
+    matrix_d gp(k, k);
     fit_vector rhs(k);
     for (Eigen::Index r = 0; r < k; ++r) {
       rhs(r) = atb(idx[static_cast<std::size_t>(r)]);
@@ -125,10 +125,10 @@ inline nnls_result nnls_normal(const fit_matrix& g_full, const fit_vector& atb, 
     }
     // Cholesky (LDLT) of the SPD block first; a block that is numerically not positive
     // definite (dependent columns) goes to rank-revealing QR for a basic solution.
-    const Eigen::LDLT<fit_matrix> ldlt(gp);
+    const Eigen::LDLT<matrix_d> ldlt(gp);
     fit_vector zp;
     if (ldlt.info() == Eigen::Success && ldlt.isPositive()) zp = ldlt.solve(rhs);
-    if (zp.size() != k || !zp.allFinite()) zp = Eigen::ColPivHouseholderQR<fit_matrix>(gp).solve(rhs);
+    if (zp.size() != k || !zp.allFinite()) zp = Eigen::ColPivHouseholderQR<matrix_d>(gp).solve(rhs);
     fit_vector z = fit_vector::Zero(n);
     for (Eigen::Index r = 0; r < k; ++r) z(idx[static_cast<std::size_t>(r)]) = zp(r);
     return z;
@@ -202,7 +202,7 @@ inline nnls_result nnls_normal(const fit_matrix& g_full, const fit_vector& atb, 
 }
 
 /// Lawson-Hanson NNLS. max_iterations <= 0: 3 n. tolerance < 0: the default.
-inline nnls_result nnls(const fit_matrix& a, const fit_vector& b, int max_iterations = 0, double tolerance = -1.0) {
+inline nnls_result nnls(const matrix_d& a, const fit_vector& b, int max_iterations = 0, double tolerance = -1.0) {
   if (a.rows() != b.size())
     throw std::invalid_argument("compact: NNLS system has " + std::to_string(a.rows()) + " rows but " +
                                 std::to_string(b.size()) + " right-hand sides");

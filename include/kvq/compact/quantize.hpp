@@ -2,7 +2,7 @@
 // and values passed through a quantization codec, its biases stored in fp32 or bf16,
 // and the byte accounting that makes "equal memory" comparisons exact.
 //
-// A codec is any callable head_matrix -> head_matrix returning the dequantized matrix
+// A codec is any callable matrix_f -> matrix_f returning the dequantized matrix
 // of the same shape (for example a kvq block scheme's quantize-dequantize round trip
 // over token rows). Keys and values keep their roles: the keys were chosen, and the
 // values fitted, in full precision; the codec is applied afterwards (the values are
@@ -14,7 +14,7 @@
 #include <string>
 #include <utility>
 
-#include <kvq/block/io16.hpp>
+#include <kvq/core/float16.hpp>
 #include <kvq/compact/types.hpp>
 
 namespace kvq {
@@ -35,8 +35,8 @@ inline float stored_beta(float beta, beta_storage s) {
 namespace detail {
 
 template <class Codec>
-head_matrix apply_codec(Codec& codec, const head_matrix& m, const char* what) {
-  head_matrix out = codec(m);
+matrix_f apply_codec(Codec& codec, const matrix_f& m, const char* what) {
+  matrix_f out = codec(m);
   if (out.rows() != m.rows() || out.cols() != m.cols())
     throw std::invalid_argument(std::string("compact: the codec changed the shape of the ") + what + " (" +
                                 std::to_string(m.rows()) + "x" + std::to_string(m.cols()) + " -> " +

@@ -24,13 +24,14 @@
 
 #include <kvq/compact/budget.hpp>
 #include <kvq/compact/types.hpp>
+#include <kvq/core/math.hpp>
 
 namespace kvq {
 namespace compact {
 
 /// Scores s (m x n) of every query against every key, with optional biases (beta
 /// empty: none; otherwise one per key), in the contract's order.
-inline fit_matrix attention_scores(const head_matrix& queries, const head_matrix& keys,
+inline matrix_d attention_scores(const matrix_f& queries, const matrix_f& keys,
                                    const std::vector<float>& beta = {}) {
   if (queries.cols() != keys.cols())
     throw std::invalid_argument("compact: queries and keys disagree on head_dim (" + std::to_string(queries.cols()) +
@@ -40,7 +41,7 @@ inline fit_matrix attention_scores(const head_matrix& queries, const head_matrix
                                 std::to_string(keys.rows()) + " keys");
   const Eigen::Index m = queries.rows(), n = keys.rows(), d = keys.cols();
   const double sqrt_d = std::sqrt(static_cast<double>(d));
-  fit_matrix s(m, n);
+  matrix_d s(m, n);
   // Raw row pointers (all three matrices are row-major): the same order as element
   // access, without Eigen's per-element call overhead in unoptimised builds.
   for (Eigen::Index i = 0; i < m; ++i) {
@@ -58,7 +59,7 @@ inline fit_matrix attention_scores(const head_matrix& queries, const head_matrix
 }
 
 /// Row-wise max of a score matrix (the shift M of the contract).
-inline fit_vector row_max(const fit_matrix& s) {
+inline fit_vector row_max(const matrix_d& s) {
   fit_vector mx(s.rows());
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
     double v = s(i, 0);
@@ -70,20 +71,20 @@ inline fit_vector row_max(const fit_matrix& s) {
 }
 
 /// exp(s - shift_i) row by row (the unnormalised, shifted attention masses).
-inline fit_matrix shifted_exp(const fit_matrix& s, const fit_vector& shift) {
-  fit_matrix e(s.rows(), s.cols());
+inline matrix_d shifted_exp(const matrix_d& s, const fit_vector& shift) {
+  matrix_d e(s.rows(), s.cols());
   const Eigen::Index n = s.cols();
   for (Eigen::Index i = 0; i < s.rows(); ++i) {
     const double* si = s.data() + i * n;
     double* ei = e.data() + i * n;
     const double sh = shift(i);
-    for (Eigen::Index t = 0; t < n; ++t) ei[t] = std::exp(si[t] - sh);
+    for (Eigen::Index t = 0; t < n; ++t) ei[t] = kvq::math::exp(si[t] - sh);  // kvq's exp: the same bits on every platform
   }
   return e;
 }
 
 /// Row sums in ascending column order.
-inline fit_vector row_sums(const fit_matrix& e) {
+inline fit_vector row_sums(const matrix_d& e) {
   fit_vector z(e.rows());
   for (Eigen::Index i = 0; i < e.rows(); ++i) {
     double acc = 0.0;
@@ -94,22 +95,22 @@ inline fit_vector row_sums(const fit_matrix& e) {
 }
 
 /// Softmax weights p (m x n) of a score matrix, in the contract's order.
-inline fit_matrix softmax_weights(const fit_matrix& s) {
-  const fit_matrix e = shifted_exp(s, row_max(s));
+inline matrix_d softmax_weights(const matrix_d& s) {
+  const matrix_d e = shifted_exp(s, row_max(s));
   const fit_vector z = row_sums(e);
-  fit_matrix p(e.rows(), e.cols());
+  matrix_d p(e.rows(), e.cols());
   for (Eigen::Index i = 0; i < e.rows(); ++i)
     for (Eigen::Index t = 0; t < e.cols(); ++t) p(i, t) = e(i, t) / z(i);
   return p;
 }
 
 /// Outputs o = p V (m x d) in ascending token order.
-inline fit_matrix weighted_values(const fit_matrix& p, const head_matrix& values) {
+inline matrix_d weighted_values(const matrix_d& p, const matrix_f& values) {
   if (p.cols() != values.rows())
     throw std::invalid_argument("compact: " + std::to_string(p.cols()) + " weights per query for " +
                                 std::to_string(values.rows()) + " values");
   const Eigen::Index m = p.rows(), n = p.cols(), d = values.cols();
-  fit_matrix o(m, d);
+  matrix_d o(m, d);
   for (Eigen::Index i = 0; i < m; ++i) {
     const double* pi = p.data() + i * n;
     for (Eigen::Index c = 0; c < d; ++c) {
@@ -124,27 +125,27 @@ inline fit_matrix weighted_values(const fit_matrix& p, const head_matrix& values
 
 /// Reference attention outputs (m x d) of `queries` over keys/values with optional
 /// per-key biases.
-inline fit_matrix reference_attention(const head_matrix& queries, const head_matrix& keys, const head_matrix& values,
+inline matrix_d reference_attention(const matrix_f& queries, const matrix_f& keys, const matrix_f& values,
                                       const std::vector<float>& beta = {}) {
   detail::check_cache(keys, values);
   return weighted_values(softmax_weights(attention_scores(queries, keys, beta)), values);
 }
 
 /// Reference attention outputs (m x d) of `queries` over a compacted cache.
-inline fit_matrix compacted_attention(const head_matrix& queries, const compaction_result& c) {
+inline matrix_d compacted_attention(const matrix_f& queries, const compaction_result& c) {
   return reference_attention(queries, c.keys, c.values, c.beta);
 }
 
 /// Effective attention weights of `queries` (m x n_original) over a compacted cache,
 /// scattered back onto the original token indices; evicted tokens get weight 0, so
 /// rank metrics over the original n tokens apply.
-inline fit_matrix effective_weights(const head_matrix& queries, const compaction_result& c, Eigen::Index n_original) {
+inline matrix_d effective_weights(const matrix_f& queries, const compaction_result& c, Eigen::Index n_original) {
   for (const token_index t : c.kept)
     if (t < 0 || t >= n_original)
       throw std::invalid_argument("compact: kept token " + std::to_string(t) + " outside the original " +
                                   std::to_string(n_original) + " tokens");
-  const fit_matrix p = softmax_weights(attention_scores(queries, c.keys, c.beta));
-  fit_matrix w = fit_matrix::Zero(queries.rows(), n_original);
+  const matrix_d p = softmax_weights(attention_scores(queries, c.keys, c.beta));
+  matrix_d w = matrix_d::Zero(queries.rows(), n_original);
   for (Eigen::Index i = 0; i < p.rows(); ++i)
     for (Eigen::Index j = 0; j < p.cols(); ++j) w(i, c.kept[static_cast<std::size_t>(j)]) = p(i, j);
   return w;

@@ -31,14 +31,14 @@ inline std::vector<token_index> top_k_tokens(const std::vector<double>& score, E
 }
 
 /// Rows `kept` of m (kept ascending).
-inline head_matrix gather_rows(const head_matrix& m, const std::vector<token_index>& kept) {
-  head_matrix out(static_cast<Eigen::Index>(kept.size()), m.cols());
+inline matrix_f gather_rows(const matrix_f& m, const std::vector<token_index>& kept) {
+  matrix_f out(static_cast<Eigen::Index>(kept.size()), m.cols());
   for (std::size_t j = 0; j < kept.size(); ++j) out.row(static_cast<Eigen::Index>(j)) = m.row(kept[j]);
   return out;
 }
 
 /// An eviction result: the kept tokens' original keys and values, beta = 0.
-inline compaction_result evicted_cache(const head_matrix& keys, const head_matrix& values,
+inline compaction_result evicted_cache(const matrix_f& keys, const matrix_f& values,
                                        std::vector<token_index> kept) {
   compaction_result r;
   r.keys = gather_rows(keys, kept);

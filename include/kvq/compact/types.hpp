@@ -22,15 +22,13 @@
 #include <Eigen/Core>
 
 #include <kvq/config.hpp>
+#include <kvq/core/matrix.hpp>
 
 namespace kvq {
 namespace compact {
 
-/// Token-major K, V, Q of one head (tokens x head_dim). The one place the matrix type
-/// is named in this layer.
-using head_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-/// Double-precision matrices used while fitting and by the reference evaluator.
-using fit_matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// K, V, Q of one head are kvq::matrix_f (tokens x head_dim, core/matrix.hpp); fits and
+// the reference evaluator work in kvq::matrix_d.
 using fit_vector = Eigen::Matrix<double, Eigen::Dynamic, 1>;
 /// An index of a token in the original (uncompacted) cache.
 using token_index = Eigen::Index;
@@ -59,8 +57,8 @@ struct fit_diagnostics {
 /// A compacted head.
 struct compaction_result {
   std::vector<token_index> kept;  ///< ascending indices into the original cache
-  head_matrix keys;               ///< kept x d (rows of the original K)
-  head_matrix values;             ///< kept x d (refitted, or the original rows)
+  matrix_f keys;               ///< kept x d (rows of the original K)
+  matrix_f values;             ///< kept x d (refitted, or the original rows)
   std::vector<float> beta;        ///< kept additive score biases (0 for eviction)
   fit_diagnostics diagnostics;
 
