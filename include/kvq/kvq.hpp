@@ -10,5 +10,6 @@
 #include <kvq/kv.hpp>
 #include <kvq/inject.hpp>
 #include <kvq/attention.hpp>
+#include <kvq/compact.hpp>
 #include <kvq/metrics.hpp>
 #include <kvq/verify.hpp>
