@@ -24,7 +24,8 @@ done
 # Build and test: compiler, CMake, Eigen, Boost (Multiprecision is header-only),
 # Catch2 2.13, TBB (Thrust's TBB backend), Google Benchmark, zlib (the recorded tensor-core
 # vectors are gzip text), CLI11 (kvq mma options).
-packages=(cmake g++ libeigen3-dev libboost-dev catch2 libtbb-dev libbenchmark-dev zlib1g-dev libcli11-dev)
+packages=(cmake g++ libeigen3-dev libboost-dev catch2 libtbb-dev libbenchmark-dev zlib1g-dev libcli11-dev
+          nlohmann-json3-dev)
 if (( want_notebooks )); then
   # jupyter-nbconvert provides `jupyter nbconvert --execute`; python3-ipykernel the kernel.
   packages+=(python3 python3-numpy python3-matplotlib python3-nbconvert python3-nbclient
