@@ -23,7 +23,8 @@ done
 
 # Build and test: compiler, CMake, Eigen, Boost (Multiprecision is header-only),
 # Catch2 2.13, TBB (Thrust's TBB backend), Google Benchmark, zlib (the recorded tensor-core
-# vectors are gzip text), CLI11 (kvq mma options).
+# vectors are gzip text), CLI11 (every command line) and nlohmann-json (study JSON): the
+# last two for the study engine kvq::study, the kvq command and the examples.
 packages=(cmake g++ libeigen3-dev libboost-dev catch2 libtbb-dev libbenchmark-dev zlib1g-dev libcli11-dev
           nlohmann-json3-dev)
 if (( want_notebooks )); then
