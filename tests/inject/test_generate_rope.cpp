@@ -10,6 +10,8 @@
 #include <kvq/inject/rope.hpp>
 
 using namespace kvq::inject;
+using kvq::matrix_d;
+using kvq::matrix_f;
 
 TEST_CASE("generate_qkv shapes, GQA mapping and positions", "[inject][quick]") {
   qkv_config c;

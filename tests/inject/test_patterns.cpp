@@ -9,6 +9,8 @@
 #include <kvq/inject.hpp>
 
 using namespace kvq::inject;
+using kvq::matrix_d;
+using kvq::matrix_f;
 
 namespace {
 

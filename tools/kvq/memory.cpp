@@ -4,6 +4,8 @@
 // tensor scales, KIVI residual windows, page rounding.
 #include "subcommands.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <kvq/kv/planner.hpp>
 #include <kvq/kv/registry.hpp>
 
@@ -102,67 +104,67 @@ int cmd_memory(const std::vector<std::string>& args) {
   double budget_gib = 40.0;
   std::string model_arg;
 
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    }
-    if (a == "--list-formats") {
-      std::printf("%s\n", all_format_names().c_str());
-      return 0;
-    }
-    if (a == "--csv") {
-      csv = true;
-      continue;
-    }
-    if (a == "--mla") {
-      mla = true;
-      continue;
-    }
-    static const char* const kValued[] = {"--model",  "--layers",     "--kv-heads",    "--head-dim",      "--formats",
-                                          "--context", "--batch",     "--budget-gib", "--page-tokens",  "--kivi-residual",
-                                          "--tiered"};
-    bool valued = false;
-    for (const char* v : kValued) valued = valued || a == v;
-    if (!valued)
-      throw usage_error("memory: unknown option '" + a +
-                        "' (allowed: --model, --layers, --kv-heads, --head-dim, --mla, --formats, --context, --batch, "
-                        "--budget-gib, --page-tokens, --kivi-residual, --tiered, --csv, --list-formats, --help)");
-    if (i + 1 >= args.size()) throw usage_error("memory: " + a + " needs a value");
-    const std::string& v = args[++i];
-    if (a == "--model") {
-      model_arg = v;
-      preset = nullptr;
-      for (const auto& m : kModels)
-        if (v == m.key) preset = m.shape;
-      if (!preset) throw usage_error("memory: unknown model '" + v + "' (allowed: " + model_keys() + ")");
-    } else if (a == "--layers") {
-      layers = parse_count(a, v, 1), custom = true;
-    } else if (a == "--kv-heads") {
-      kv_heads = parse_count(a, v, 1), custom = true;
-    } else if (a == "--head-dim") {
-      head_dim = parse_count(a, v, 1), custom = true;
-    } else if (a == "--formats") {
-      formats = v;
-    } else if (a == "--context") {
-      context = parse_count(a, v, 1);
-    } else if (a == "--batch") {
-      batch = parse_count(a, v, 1);
-    } else if (a == "--budget-gib") {
-      if (!kvq::study::parse_real(v, budget_gib) || !(budget_gib > 0) || budget_gib > 1e9)
-        throw usage_error("memory: --budget-gib '" + v + "' is not a number in (0, 1e9]");
-    } else if (a == "--page-tokens") {
-      page = parse_count(a, v, 0);
-    } else if (a == "--kivi-residual") {
-      kivi.residual = parse_count(a, v, 1);
-    } else if (a == "--tiered") {
-      const auto parts = kvq::study::split(v);
-      if (parts.size() != 2) throw usage_error("memory: --tiered '" + v + "' is not SINKS,WINDOW (e.g. 4,128)");
-      sinks = parse_count(a + " sinks", parts[0], 0);
-      window = parse_count(a + " window", parts[1], 0);
-      tiered = true;
-    }
+  // The command line, parsed with CLI11 (values as text, checked below with messages
+  // that name the option and the allowed values).
+  CLI::App app{"kvq memory", "kvq memory"};
+  app.set_help_flag();
+  app.allow_extras();
+  bool help = false, list = false;
+  std::string o_model, o_layers, o_kv_heads, o_head_dim, o_context, o_batch, o_budget, o_page, o_kivi, o_tiered;
+  app.add_flag("-h,--help", help);
+  app.add_flag("--list-formats", list);
+  app.add_flag("--csv", csv);
+  app.add_flag("--mla", mla);
+  struct valued {
+    const char* name;
+    std::string* value;
+  };
+  const valued options[] = {{"--model", &o_model},       {"--layers", &o_layers},     {"--kv-heads", &o_kv_heads},
+                            {"--head-dim", &o_head_dim}, {"--formats", &formats},     {"--context", &o_context},
+                            {"--batch", &o_batch},       {"--budget-gib", &o_budget}, {"--page-tokens", &o_page},
+                            {"--kivi-residual", &o_kivi}, {"--tiered", &o_tiered}};
+  for (const auto& o : options) app.add_option(o.name, *o.value)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  try {
+    app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
+  } catch (const CLI::ParseError& e) {
+    throw usage_error(std::string("memory: ") + e.what());
+  }
+  for (const std::string& extra : app.remaining())
+    throw usage_error("memory: unknown option '" + extra.substr(0, extra.find('=')) +
+                      "' (allowed: --model, --layers, --kv-heads, --head-dim, --mla, --formats, --context, --batch, "
+                      "--budget-gib, --page-tokens, --kivi-residual, --tiered, --csv, --list-formats, --help)");
+  if (help) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (list) {
+    std::printf("%s\n", all_format_names().c_str());
+    return 0;
+  }
+  auto given = [&app](const char* name) { return app.count(name) > 0; };
+  if (given("--model")) {
+    model_arg = o_model;
+    preset = nullptr;
+    for (const auto& m : kModels)
+      if (o_model == m.key) preset = m.shape;
+    if (!preset) throw usage_error("memory: unknown model '" + o_model + "' (allowed: " + model_keys() + ")");
+  }
+  if (given("--layers")) layers = parse_count("--layers", o_layers, 1), custom = true;
+  if (given("--kv-heads")) kv_heads = parse_count("--kv-heads", o_kv_heads, 1), custom = true;
+  if (given("--head-dim")) head_dim = parse_count("--head-dim", o_head_dim, 1), custom = true;
+  if (given("--context")) context = parse_count("--context", o_context, 1);
+  if (given("--batch")) batch = parse_count("--batch", o_batch, 1);
+  if (given("--budget-gib") &&
+      (!kvq::study::parse_real(o_budget, budget_gib) || !(budget_gib > 0) || budget_gib > 1e9))
+    throw usage_error("memory: --budget-gib '" + o_budget + "' is not a number in (0, 1e9]");
+  if (given("--page-tokens")) page = parse_count("--page-tokens", o_page, 0);
+  if (given("--kivi-residual")) kivi.residual = parse_count("--kivi-residual", o_kivi, 1);
+  if (given("--tiered")) {
+    const auto parts = kvq::study::split(o_tiered);
+    if (parts.size() != 2) throw usage_error("memory: --tiered '" + o_tiered + "' is not SINKS,WINDOW (e.g. 4,128)");
+    sinks = parse_count("--tiered sinks", parts[0], 0);
+    window = parse_count("--tiered window", parts[1], 0);
+    tiered = true;
   }
 
   kv::model_shape m{};
