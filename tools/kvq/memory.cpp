@@ -79,9 +79,11 @@ const char kHelp[] =
     "  --csv               CSV with every column instead of the table\n\n"
     "Columns: format; bits_per_value (stored bits per cached value, scales included, fixed\n"
     "tensor scales and windows excluded); bytes_per_token (all layers, K and V);\n"
-    "context_bytes (exact bytes of B sequences of N tokens); vs_bf16 (context_bytes over\n"
-    "bf16's); max_context (longest context of B sequences within the budget); max_batch\n"
-    "(most sequences of N tokens within the budget).\n\n"
+    "context_bytes (exact bytes of B sequences of N tokens; --csv only, the table shows\n"
+    "context_gib, the same in GiB); vs_bf16 (context_bytes over bf16's); max_context\n"
+    "(longest context of B sequences within the budget); max_batch (most sequences of N\n"
+    "tokens within the budget). A default format whose block size does not divide the head\n"
+    "dimension is left out with a note on stderr; one named in --formats is an error.\n\n"
     "FP6 codes (mxfp6_*) take one byte each, as kvq's kernel layout stores them; a cache\n"
     "that packs four FP6 codes into three bytes needs 6.25 bits per value instead of 8.25.\n";
 
@@ -236,9 +238,21 @@ int cmd_memory(const std::vector<std::string>& args) {
                {"vs_bf16", "context_bytes / bf16 context_bytes"},
                {"max_context", "longest context of batch sequences within the budget"},
                {"max_batch", "most sequences of context tokens within the budget"}};
+  // A default format that cannot store this head dimension (a block size that does not
+  // divide it) is left out with a note; a format the user named is an error.
+  const bool formats_given = app.count("--formats") > 0;
+  std::vector<std::string> skipped;
   for (const auto& r : rows) {
     std::size_t bytes = 0;
     double per_token = 0;
+    if (!formats_given && !r.is_tiered) {
+      try {
+        (void)kv::bytes_per_token(m, r.k, r.k, kivi);
+      } catch (const std::invalid_argument& e) {
+        skipped.push_back(r.name + " (" + e.what() + ")");
+        continue;
+      }
+    }
     try {
       bytes = checked_mul(seq_bytes(r, context), batch);
       if (r.is_tiered) {
@@ -266,6 +280,7 @@ int cmd_memory(const std::vector<std::string>& args) {
     std::fputs(kvq::study::to_csv(t).c_str(), stdout);
   else
     kvq::study::print_table(t, stdout);
+  for (const auto& sk : skipped) std::fprintf(stderr, "memory: left out %s\n", sk.c_str());
   return 0;
 }
 
