@@ -119,7 +119,7 @@ TEST_CASE("packed 4-bit codes: the element index of a corrupted nibble", "[verif
 TEST_CASE("fp16 and bf16 decoders: all 65536 patterns against the binary16 formula", "[verify][element]") {
   for (std::uint32_t h = 0; h < 65536; ++h) {
     const int s = (h >> 15) & 1, e = (h >> 10) & 0x1F, m = h & 0x3FF;
-    const float got = fp16_to_float(static_cast<std::uint16_t>(h));
+    const float got = kvq::fp16_to_float(static_cast<std::uint16_t>(h));
     if (e == 31) {
       if (m == 0) {
         CHECK(std::isinf(got));
@@ -137,8 +137,8 @@ TEST_CASE("fp16 and bf16 decoders: all 65536 patterns against the binary16 formu
       FAIL_CHECK("fp16 0x" << std::hex << h << ": got " << got << ", want " << want);
     }
   }
-  CHECK(bf16_to_float(0x3F80) == 1.0f);
-  CHECK(bf16_to_float(0xC0A0) == -5.0f);
+  CHECK(kvq::bf16_to_float(0x3F80) == 1.0f);
+  CHECK(kvq::bf16_to_float(0xC0A0) == -5.0f);
   CHECK(bf16_decoder{}(0x0001) == std::ldexp(1.0, -133));
 }
 
