@@ -13,6 +13,7 @@
 
 int main() {
   using namespace kvq::kv;
+  using kvq::matrix_f;
   const std::size_t heads = 8, dim = 128, prefill = 512, decode = 64;
 
   // Deterministic synthetic K/V: smooth values plus one large channel in the keys.
