@@ -6,6 +6,11 @@
 // leaves q.k unchanged in exact arithmetic, and rotating V and then the output with the
 // same transform leaves P V unchanged.
 //
+// Random-sign variant (FlashAttention-3 paper, Shah et al. 2024, §3.3 "incoherent
+// processing"; QuIP#): x <- (H_d / sqrt(d)) D x with D = diag(±1) drawn from kvq's Philox
+// (seed, stream 0x4841444D "HADM", index i: bit 0 of word 0 set gives -1). H D is
+// orthogonal, so q.k is unchanged when q and k use the same signs, and D H undoes it.
+//
 // Fixed operation order (the bits depend on it):
 //   for h = 1, 2, 4, ..., d/2:  for each i with (i & h) == 0, ascending:
 //       (x[i], x[i + h]) <- (x[i] + x[i + h], x[i] - x[i + h])
@@ -14,9 +19,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <kvq/config.hpp>
 #include <kvq/core/math.hpp>
+#include <kvq/inject/philox.hpp>
 
 namespace kvq {
 namespace attention {
@@ -46,6 +53,24 @@ KVQ_HD inline void hadamard_rotate(float* x, std::size_t d) {
   fwht_unnormalized(x, d);
   const float s = hadamard_scale(d);
   for (std::size_t i = 0; i < d; ++i) x[i] = x[i] * s;
+}
+
+/// The ±1 diagonal of the random-sign rotation for `seed` (d entries).
+KVQ_HD inline void hadamard_signs(std::uint64_t seed, float* signs, std::size_t d) {
+  for (std::size_t i = 0; i < d; ++i)
+    signs[i] = (inject::philox_block(seed, 0x4841444Du, i).v[0] & 1u) != 0 ? -1.0f : 1.0f;
+}
+
+/// x <- (H_d / sqrt(d)) D x: sign flips (exact), then hadamard_rotate.
+KVQ_HD inline void signed_hadamard_rotate(float* x, const float* signs, std::size_t d) {
+  for (std::size_t i = 0; i < d; ++i) x[i] = x[i] * signs[i];
+  hadamard_rotate(x, d);
+}
+
+/// The inverse: x <- D (H_d / sqrt(d)) x.
+KVQ_HD inline void signed_hadamard_unrotate(float* x, const float* signs, std::size_t d) {
+  hadamard_rotate(x, d);
+  for (std::size_t i = 0; i < d; ++i) x[i] = x[i] * signs[i];
 }
 
 }  // namespace attention

@@ -21,6 +21,11 @@
 //                   row_sum += sum P, P8 = fp8(P) (rn, satfinite), O = O * scores_scale + P8 . V;
 //                   finally O *= (row_sum == 0 or NaN ? 0 : 1 / row_sum) * v_descale.
 //                   max_offset = 8 scales P into [0, 256] (FA3's FP8 path: S = 256), 0 gives S = 1.
+//                   Accumulation (fa3_accumulation): ideal_fp32 sums q.k and P8.V in kvq's
+//                   fp32 tree (the default); tensor_core runs them as chained wgmma steps of
+//                   32 products through a kvq::mma block-FMA model (sm_90 fp8: 13-bit
+//                   accumulator), optionally promoted to an fp32 accumulator every N steps
+//                   (two-level accumulation, see fa3_accumulate_pv below).
 //                   The two fma's are what nvcc's default contraction makes of FA3's
 //                   `x * scale - max_scaled` and `max * scale - max_offset`. The row max uses
 //                   fmaxf semantics (a NaN operand is ignored), as CUDA's max does.
@@ -40,6 +45,9 @@
 #include <kvq/core/float16.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
+#include <kvq/format/formats.hpp>
+#include <kvq/mma/block_fma.hpp>
+#include <kvq/mma/params.hpp>
 
 namespace kvq {
 namespace attention {
@@ -183,19 +191,84 @@ struct exp2_ieee {
   KVQ_HD float operator()(float x) const { return math::exp2(x); }
 };
 
+/// How fa3_query forms q.k and P8.V.
+enum class fa3_accumulation {
+  ideal_fp32,   // kvq's fixed fp32 tree, every product rounded to float (exact products
+                // of FP8 values), one rounding per addition
+  tensor_core   // chained tensor-core steps of fa3_config::mma (k = 32 products for the
+                // sm_90 fp8 preset): d of one step is c of the next
+};
+
 struct fa3_config {
   float scale_log2 = 0.0f;   // softmax_scale * log2(e) * q_descale * k_descale (see fa3.hpp)
   float v_descale = 1.0f;
   float max_offset = 8.0f;   // 8: P in [0, 256] (FA3's FP8 path); 0: P in [0, 1]
   std::size_t block_n = 128;  // kBlockN
   bool reverse = true;       // FA3 iterates the KV blocks from the last to the first
+  // --- accumulation model (the defaults keep the ideal fp32 behaviour) ---
+  fa3_accumulation accumulation = fa3_accumulation::ideal_fp32;
+  // The block-FMA rule of one wgmma k-step; the default is the sm_90 fp8 preset
+  // (kvq/mma/presets.hpp). fa3_fp8_attention fills it from the preset of its format.
+  mma::block_fma_params mma{32, 13, -133, mma::c_entry::aligned, mma::final_rounding::toward_zero,
+                            mma::output_format::fp32, 13};
+  // Two-level accumulation: after every `*_promote_every` tensor-core steps the
+  // tensor-core accumulator is added (fp32, nearest even) into an fp32 accumulator and
+  // restarted from 0 (the DeepSeek-V3 §3.3.2 / CUTLASS "FP8 fast accumulation off"
+  // scheme; for P.V the one of flash-attention PRs #2250/#2323, vLLM flash-attention
+  // #104/#122). 0: never, everything stays chained in the tensor core, as FA3 does. The
+  // counter of P.V steps runs across KV blocks (a KV block holds block_n / 32 steps).
+  std::size_t qk_promote_every = 0;
+  std::size_t pv_promote_every = 0;
+  // Optional per-block descales (FA3 paper §3.3 block quantization), one per KV block of
+  // block_n tokens, indexed by block number; null: the per-tensor factors folded into
+  // scale_log2 and v_descale. With k_block_descale, S of block b is multiplied (fp32) by
+  // k_block_descale[b] before the softmax; with v_block_descale, the block's P8.V is
+  // multiplied by v_block_descale[b] before it enters O (so in tensor-core mode the
+  // accumulator is promoted at least once per block). Host or device pointers, as the
+  // caller runs the kernel.
+  const float* k_block_descale = nullptr;
+  const float* v_block_descale = nullptr;
+};
+
+/// The kvq::mma input format of an FP8 element format (e5m2 for E5M2, else E4M3).
+template <class F>
+struct fa3_mma_input {
+  static constexpr mma::input_format value = mma::input_format::e4m3;
+};
+template <>
+struct fa3_mma_input<kvq::fmt::e5m2> {
+  static constexpr mma::input_format value = mma::input_format::e5m2;
 };
 
 /// Scratch elements of fa3_query (floats): s[block_n], block scales[nblocks],
-/// acc[pv_scratch(block_n, d)], tmp[d], blk[d].
+/// acc[pv_scratch(block_n, d)], tmp[d], blk[d], tensor-core accumulator[d].
 KVQ_HD constexpr std::size_t fa3_scratch(std::size_t n, std::size_t d, std::size_t block_n) {
-  return block_n + (n + block_n - 1) / block_n + pv_scratch(block_n, d) + 2 * d;
+  return block_n + (n + block_n - 1) / block_n + pv_scratch(block_n, d) + 3 * d;
 }
+
+namespace detail {
+
+/// a[0..K) . b[0..K) as chained tensor-core steps starting from c = 0, promoted to an
+/// fp32 accumulator every `every` steps (0: never).
+KVQ_HD inline float tc_dot(const mma::block_fma_params& p, mma::input_format in, const float* a, const float* b,
+                           std::size_t K, std::size_t every) {
+  float tc = 0.0f, acc = 0.0f;
+  std::size_t steps = 0;
+  const std::size_t k = static_cast<std::size_t>(p.k);
+  for (std::size_t i = 0; i < K; i += k) {
+    const std::size_t len = K - i < k ? K - i : k;
+    tc = mma::block_fma(p, in, a + i, b + i, static_cast<int>(len), tc);
+    ++steps;
+    if (every != 0 && steps % every == 0) {
+      acc = acc + tc;
+      tc = 0.0f;
+    }
+  }
+  if (every == 0) return tc;
+  return (steps % every == 0) ? acc : acc + tc;
+}
+
+}  // namespace detail
 
 /// q, K, V hold values of the FP8 format F (decoded to float, exact).
 template <class F, class Exp2 = exp2_ieee>
@@ -209,15 +282,23 @@ KVQ_HD inline query_status fa3_query(const float* q, rows_view<float> K, rows_vi
   float* acc = bscale + nb;
   float* tmp = acc + pv_scratch(bn, d);
   float* blk = tmp + d;
+  float* tcacc = blk + d;  // tensor-core accumulator (tensor_core mode)
+  const bool tc = c.accumulation == fa3_accumulation::tensor_core;
+  const mma::input_format in = fa3_mma_input<F>::value;
+  std::size_t pv_steps = 0;
   const float inf = math::detail::inf_f();
   float m = -inf, row_sum = 0.0f;
   for (std::size_t j = 0; j < d; ++j) o[j] = 0.0f;
+  for (std::size_t j = 0; j < d; ++j) tcacc[j] = 0.0f;
   for (std::size_t step = 0; step < nb; ++step) {
     const std::size_t b = c.reverse ? nb - 1 - step : step;
     const std::size_t t0 = b * bn, t1 = (t0 + bn < n) ? t0 + bn : n, len = t1 - t0;
     float bmax = -inf;
     for (std::size_t i = 0; i < len; ++i) {
-      s[i] = reduce::tree_dot<float>(q, K.row(t0 + i), d);
+      float si = tc ? detail::tc_dot(c.mma, in, q, K.row(t0 + i), d, c.qk_promote_every)
+                    : reduce::tree_dot<float>(q, K.row(t0 + i), d);
+      if (c.k_block_descale != nullptr) si = si * c.k_block_descale[b];
+      s[i] = si;
       if (!detail::finite(s[i])) st.nonfinite_scores = true;
       bmax = detail::fmax_nan_ignoring(bmax, s[i]);
     }
@@ -234,17 +315,68 @@ KVQ_HD inline query_status fa3_query(const float* q, rows_view<float> K, rows_vi
     bscale[step] = scores_scale;
     const float max_scaled = (m == -inf) ? 0.0f : math::detail::fma_f(m, c.scale_log2, -c.max_offset);
     reduce::tree_accumulator<float> bsum;
-    reduce::tree_vector_accumulator<float> pv(acc, d);
-    for (std::size_t i = 0; i < len; ++i) {
-      const float P = exp2(math::detail::fma_f(s[i], c.scale_log2, -max_scaled));
-      bsum.push(P);
-      const float P8 = kvq::decode<F>(kvq::encode<F>(P));
-      p_eff[t0 + i] = static_cast<double>(P8);
-      pv.push_scaled(P8, V.row(t0 + i), tmp);
+    const float vd = c.v_block_descale != nullptr ? c.v_block_descale[b] : 1.0f;
+    if (!tc) {
+      reduce::tree_vector_accumulator<float> pv(acc, d);
+      for (std::size_t i = 0; i < len; ++i) {
+        const float P = exp2(math::detail::fma_f(s[i], c.scale_log2, -max_scaled));
+        bsum.push(P);
+        const float P8 = kvq::decode<F>(kvq::encode<F>(P));
+        p_eff[t0 + i] = static_cast<double>(P8);
+        pv.push_scaled(P8, V.row(t0 + i), tmp);
+      }
+      row_sum = row_sum + bsum.result(0.0f);
+      pv.result(blk);
+      if (c.v_block_descale == nullptr) {
+        for (std::size_t j = 0; j < d; ++j) o[j] = o[j] * scores_scale + blk[j];
+      } else {
+        for (std::size_t j = 0; j < d; ++j) o[j] = o[j] * scores_scale + blk[j] * vd;
+      }
+    } else {
+      for (std::size_t i = 0; i < len; ++i) {
+        const float P = exp2(math::detail::fma_f(s[i], c.scale_log2, -max_scaled));
+        bsum.push(P);
+        const float P8 = kvq::decode<F>(kvq::encode<F>(P));
+        p_eff[t0 + i] = static_cast<double>(P8);
+        s[i] = P8;  // S of this block is no longer needed
+      }
+      row_sum = row_sum + bsum.result(0.0f);
+      // softmax.rescale_o: both accumulators are rescaled by fp32 multiplies; the
+      // tensor-core one is then the c operand of the block's first wgmma.
+      for (std::size_t j = 0; j < d; ++j) {
+        o[j] = o[j] * scores_scale;
+        tcacc[j] = tcacc[j] * scores_scale;
+      }
+      const std::size_t k = static_cast<std::size_t>(c.mma.k);
+      float col[mma::max_block];
+      for (std::size_t i0 = 0; i0 < len; i0 += k) {
+        const std::size_t m8 = len - i0 < k ? len - i0 : k;
+        for (std::size_t j = 0; j < d; ++j) {
+          for (std::size_t u = 0; u < m8; ++u) col[u] = V.row(t0 + i0 + u)[j];
+          tcacc[j] = mma::block_fma(c.mma, in, s + i0, col, static_cast<int>(m8), tcacc[j]);
+        }
+        ++pv_steps;
+        if (c.pv_promote_every != 0 && pv_steps % c.pv_promote_every == 0 && c.v_block_descale == nullptr) {
+          for (std::size_t j = 0; j < d; ++j) {
+            o[j] = o[j] + tcacc[j];
+            tcacc[j] = 0.0f;
+          }
+        }
+      }
+      if (c.v_block_descale != nullptr) {
+        for (std::size_t j = 0; j < d; ++j) {
+          o[j] = o[j] + tcacc[j] * vd;
+          tcacc[j] = 0.0f;
+        }
+      }
     }
-    row_sum = row_sum + bsum.result(0.0f);
-    pv.result(blk);
-    for (std::size_t j = 0; j < d; ++j) o[j] = o[j] * scores_scale + blk[j];
+  }
+  if (tc) {
+    if (c.pv_promote_every == 0 && c.v_block_descale == nullptr) {
+      for (std::size_t j = 0; j < d; ++j) o[j] = tcacc[j];
+    } else if (c.v_block_descale == nullptr && pv_steps % c.pv_promote_every != 0) {
+      for (std::size_t j = 0; j < d; ++j) o[j] = o[j] + tcacc[j];
+    }
   }
   const float inv_sum = (row_sum == 0.0f || row_sum != row_sum) ? 0.0f : 1.0f / row_sum;
   const float fscale = inv_sum * c.v_descale;

@@ -6,6 +6,8 @@
 //   fa3_fp8_attention<F>       FlashAttention-3's FP8 forward: Q/K/V in F (e4m3 by default),
 //                              P scaled by 2^max_offset and cast to F, block-wise online
 //                              softmax, forward or reverse KV order; optional Hadamard
+//                              (plain or random-sign), per-block K/V descales, per-query
+//                              Q descale, ideal fp32 or tensor-core accumulation
 //
 // Each path prepares its K/V once (O(n d) memory, copies owned by the object) and then
 // answers one query at a time with run(q, p, o, workspace): p receives the n attention
@@ -14,16 +16,20 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <kvq/attention/block_descale.hpp>
 #include <kvq/attention/codec.hpp>
+#include <kvq/attention/fa3_tiles.hpp>
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/matrix.hpp>
+#include <kvq/mma/api.hpp>
 
 namespace kvq {
 namespace attention {
@@ -176,9 +182,25 @@ struct fa3_options {
   float q_descale = 1.0f, k_descale = 1.0f, v_descale = 1.0f;  // x_fp8 = fp8(x / descale)
   float softmax_scale = 0.0f;   // 0: head_dim ** -0.5
   int max_offset = 8;           // P scaled by S = 2^max_offset before the FP8 cast (8 or 0)
-  std::size_t block_n = 128;    // kBlockN
+  std::size_t block_n = 128;    // kBlockN (fa3_fp8_block_n(head_dim) is FA3's own choice)
   bool reverse = true;          // FA3 order: last KV block first
   bool hadamard = false;        // rotate the head dimension of Q, K, V before the cast
+  // With hadamard: also flip signs by a random ±1 diagonal first (FA3 paper's incoherent
+  // processing, signed_hadamard_rotate with hadamard_signs(hadamard_seed)). false keeps
+  // the plain rotation.
+  bool random_signs = false;
+  std::uint64_t hadamard_seed = 0;
+  // Accumulation model of q.k and P8.V (fa3_config): ideal fp32 (default, the bits of
+  // the plain path) or the tensor-core block-FMA model of `mma_arch`, optionally promoted
+  // to fp32 every N tensor-core steps (0: never).
+  fa3_accumulation accumulation = fa3_accumulation::ideal_fp32;
+  kvq::mma::arch mma_arch = kvq::mma::arch::sm_90;
+  std::size_t pv_promote_every = 0;
+  std::size_t qk_promote_every = 0;
+  // Per-block descales of K and V, one per KV block of block_n rows (block_descales<F>(K,
+  // block_n) computes FA3's amax / 448 ones); empty: the per-tensor k_descale / v_descale.
+  // Giving them requires the matching per-tensor factor to be 1.
+  std::vector<float> k_block_descale, v_block_descale;
 };
 
 template <class F = kvq::fmt::e4m3, class Exp2 = exp2_ieee>
@@ -191,25 +213,62 @@ class fa3_fp8_attention {
     if (opt.block_n == 0) kvq::detail::fail(where, "block_n = 0");
     if (!(opt.q_descale > 0.0f) || !(opt.k_descale > 0.0f) || !(opt.v_descale > 0.0f))
       kvq::detail::fail(where, "descale factors must be > 0");
-    K_ = quantize(opt_.hadamard ? detail::hadamard_rows(K, where) : K, opt.k_descale);
-    V_ = quantize(opt_.hadamard ? detail::hadamard_rows(V, where) : V, opt.v_descale);
+    const std::size_t nb = (static_cast<std::size_t>(K.rows()) + opt.block_n - 1) / opt.block_n;
+    check_block_descales(where, "k_block_descale", opt.k_block_descale, opt.k_descale, nb);
+    check_block_descales(where, "v_block_descale", opt.v_block_descale, opt.v_descale, nb);
+    if (opt.random_signs && !opt.hadamard) kvq::detail::fail(where, "random_signs needs hadamard = true");
+    if (opt.hadamard && !is_pow2(static_cast<std::size_t>(K.cols())))
+      kvq::detail::fail(where, "Hadamard rotation needs a power-of-two head_dim, got " + std::to_string(K.cols()));
+    if (opt.random_signs) {
+      signs_.resize(static_cast<std::size_t>(K.cols()));
+      hadamard_signs(opt.hadamard_seed, signs_.data(), signs_.size());
+    }
+    K_ = quantize(rotate_rows(K, where), opt.k_descale, opt.k_block_descale);
+    V_ = quantize(rotate_rows(V, where), opt.v_descale, opt.v_block_descale);
     const float sm = opt.softmax_scale > 0.0f ? opt.softmax_scale : detail::default_softmax_scale(head_dim());
     // flash_api.cpp: softmax_scale_log2 = softmax_scale * M_LOG2E (double product stored
     // as float); the FP8 kernel multiplies it by q_descale * k_descale.
-    float sl2 = static_cast<float>(static_cast<double>(sm) * math::detail::inv_ln2_hi);
-    if (opt.q_descale != 1.0f || opt.k_descale != 1.0f) sl2 = sl2 * (opt.q_descale * opt.k_descale);
-    cfg_.scale_log2 = sl2;
+    sl2_base_ = static_cast<float>(static_cast<double>(sm) * math::detail::inv_ln2_hi);
+    cfg_.scale_log2 = scale_log2_for(opt.q_descale);
     cfg_.v_descale = opt.v_descale;
     cfg_.max_offset = static_cast<float>(opt.max_offset);
     cfg_.block_n = opt.block_n;
     cfg_.reverse = opt.reverse;
+    cfg_.accumulation = opt.accumulation;
+    if (opt.accumulation == fa3_accumulation::tensor_core) {
+      kvq::mma::preset_info pi{};
+      if (!kvq::mma::find_preset(opt.mma_arch, fa3_mma_input<F>::value, kvq::mma::output_format::fp32, pi))
+        kvq::detail::fail(where, "no fp8 tensor-core preset for this arch (fp8 needs sm_89 or later)");
+      cfg_.mma = pi.params;
+    }
+    cfg_.pv_promote_every = opt.pv_promote_every;
+    cfg_.qk_promote_every = opt.qk_promote_every;
+    cfg_.k_block_descale = opt_.k_block_descale.empty() ? nullptr : opt_.k_block_descale.data();
+    cfg_.v_block_descale = opt_.v_block_descale.empty() ? nullptr : opt_.v_block_descale.data();
   }
+  // cfg_ points into opt_'s descale vectors: copies re-point it (moves copy).
+  fa3_fp8_attention(const fa3_fp8_attention& o) : opt_(o.opt_), exp2_(o.exp2_), cfg_(o.cfg_), sl2_base_(o.sl2_base_),
+                                                  signs_(o.signs_), K_(o.K_), V_(o.V_) { rebind(); }
+  fa3_fp8_attention& operator=(const fa3_fp8_attention& o) {
+    if (this != &o) {
+      opt_ = o.opt_; exp2_ = o.exp2_; cfg_ = o.cfg_; sl2_base_ = o.sl2_base_; signs_ = o.signs_; K_ = o.K_; V_ = o.V_;
+      rebind();
+    }
+    return *this;
+  }
+
   std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
   std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
   std::string name() const {
+    std::string acc;
+    if (opt_.accumulation == fa3_accumulation::tensor_core) {
+      acc = std::string(", ") + kvq::mma::name(opt_.mma_arch) + " tensor core";
+      if (opt_.pv_promote_every != 0) acc += ", promote every " + std::to_string(opt_.pv_promote_every);
+    }
     return std::string("FA3 ") + kvq::format_name<F>() + " (S=2^" + std::to_string(opt_.max_offset) + ", block " +
            std::to_string(opt_.block_n) + (opt_.reverse ? ", reverse" : ", forward") +
-           (opt_.hadamard ? ", Hadamard)" : ")");
+           (opt_.hadamard ? (opt_.random_signs ? ", random-sign Hadamard" : ", Hadamard") : "") +
+           (opt_.k_block_descale.empty() && opt_.v_block_descale.empty() ? "" : ", per-block descale") + acc + ")";
   }
   const fa3_config& config() const { return cfg_; }
   /// The FP8 keys and values (decoded, exact), in the rotated basis when hadamard is on.
@@ -218,26 +277,80 @@ class fa3_fp8_attention {
 
   /// p: tokens() doubles (effective weights), o: head_dim() floats.
   query_status run(const float* q, double* p, float* o, workspace& ws) const {
-    const std::size_t n = tokens(), d = head_dim();
-    float* qq = workspace::get(ws.q, d);
-    for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
-    if (opt_.hadamard) hadamard_rotate(qq, d);
-    for (std::size_t j = 0; j < d; ++j) qq[j] = kvq::decode<F>(kvq::encode<F>(qq[j] / opt_.q_descale));
-    float* scratch = workspace::get(ws.f0, fa3_scratch(n, d, cfg_.block_n));
-    const query_status st = fa3_query<F>(qq, detail::view(K_), detail::view(V_), cfg_, p, o, scratch, exp2_);
-    if (opt_.hadamard) hadamard_rotate(o, d);
-    return st;
+    return run_with(q, p, o, ws, opt_.q_descale, cfg_);
+  }
+  /// The same with this query's own descale (per-block Q quantization: the descale of
+  /// the block of query rows q belongs to, e.g. from block_descales<F>(Q, rows)).
+  query_status run(const float* q, double* p, float* o, workspace& ws, float q_descale) const {
+    if (!(q_descale > 0.0f)) kvq::detail::fail("kvq::attention::fa3_fp8_attention::run", "q_descale must be > 0");
+    fa3_config c = cfg_;
+    c.scale_log2 = scale_log2_for(q_descale);
+    return run_with(q, p, o, ws, q_descale, c);
   }
 
  private:
-  static matrix_f quantize(const matrix_f& m, float descale) {
+  query_status run_with(const float* q, double* p, float* o, workspace& ws, float q_descale,
+                        const fa3_config& c) const {
+    const std::size_t n = tokens(), d = head_dim();
+    float* qq = workspace::get(ws.q, d);
+    for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
+    if (opt_.hadamard) {
+      if (opt_.random_signs) signed_hadamard_rotate(qq, signs_.data(), d);
+      else hadamard_rotate(qq, d);
+    }
+    for (std::size_t j = 0; j < d; ++j) qq[j] = kvq::decode<F>(kvq::encode<F>(qq[j] / q_descale));
+    float* scratch = workspace::get(ws.f0, fa3_scratch(n, d, c.block_n));
+    const query_status st = fa3_query<F>(qq, detail::view(K_), detail::view(V_), c, p, o, scratch, exp2_);
+    if (opt_.hadamard) {
+      if (opt_.random_signs) signed_hadamard_unrotate(o, signs_.data(), d);
+      else hadamard_rotate(o, d);
+    }
+    return st;
+  }
+  float scale_log2_for(float q_descale) const {
+    const float kd = opt_.k_descale;
+    float sl2 = sl2_base_;
+    if (q_descale != 1.0f || kd != 1.0f) sl2 = sl2 * (q_descale * kd);
+    return sl2;
+  }
+  void rebind() {
+    cfg_.k_block_descale = opt_.k_block_descale.empty() ? nullptr : opt_.k_block_descale.data();
+    cfg_.v_block_descale = opt_.v_block_descale.empty() ? nullptr : opt_.v_block_descale.data();
+  }
+  static void check_block_descales(const char* where, const char* what, const std::vector<float>& v, float tensor,
+                                   std::size_t nb) {
+    if (v.empty()) return;
+    if (v.size() != nb)
+      kvq::detail::fail(where, std::string(what) + " has " + std::to_string(v.size()) + " entries, the context has " +
+                                   std::to_string(nb) + " KV blocks");
+    if (tensor != 1.0f) kvq::detail::fail(where, std::string(what) + " given together with a per-tensor descale != 1");
+    for (float x : v)
+      if (!(x > 0.0f) || !(x < 3.0e38f)) kvq::detail::fail(where, std::string(what) + " entries must be finite and > 0");
+  }
+  matrix_f rotate_rows(const matrix_f& m, const char* where) const {
+    if (!opt_.hadamard) return m;
+    if (!opt_.random_signs) return detail::hadamard_rows(m, where);
+    matrix_f r = m;
+    for (Eigen::Index i = 0; i < r.rows(); ++i) signed_hadamard_rotate(&r(i, 0), signs_.data(), signs_.size());
+    return r;
+  }
+  matrix_f quantize(const matrix_f& m, float descale, const std::vector<float>& block) const {
     matrix_f r(m.rows(), m.cols());
-    for (Eigen::Index i = 0; i < m.size(); ++i) r.data()[i] = kvq::decode<F>(kvq::encode<F>(m.data()[i] / descale));
+    if (block.empty()) {
+      for (Eigen::Index i = 0; i < m.size(); ++i) r.data()[i] = kvq::decode<F>(kvq::encode<F>(m.data()[i] / descale));
+      return r;
+    }
+    for (Eigen::Index i = 0; i < m.rows(); ++i) {
+      const float ds = block[static_cast<std::size_t>(i) / opt_.block_n];
+      for (Eigen::Index j = 0; j < m.cols(); ++j) r(i, j) = kvq::decode<F>(kvq::encode<F>(m(i, j) / ds));
+    }
     return r;
   }
   fa3_options opt_;
   Exp2 exp2_;
   fa3_config cfg_;
+  float sl2_base_ = 0.0f;
+  std::vector<float> signs_;
   matrix_f K_, V_;
 };
 
