@@ -7,6 +7,7 @@
 #include "citations.hpp"
 #include "policy.hpp"
 #include "rotation.hpp"
+#include "accumulation.hpp"
 
 #include <string>
 #include <vector>
@@ -15,7 +16,7 @@ namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
   static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition(), policy::definition(),
-                                             rotation::definition()};
+                                             rotation::definition(), accumulation::definition()};
   return v;
 }
 

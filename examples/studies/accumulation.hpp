@@ -1,0 +1,348 @@
+// studies/accumulation.hpp — FP8 attention under the accumulation of Hopper's tensor
+// cores.
+//
+// Question: FlashAttention-3's FP8 GEMMs run on sm_90 tensor cores whose fp8 inner
+// products keep about 13 fraction bits in the accumulator; two-level accumulation
+// (promote to an fp32 accumulator every N tensor-core steps: flash-attention PRs
+// #2250/#2323, vLLM flash-attention #104/#122, FlashInfer #3234) was added after RULER
+// needle accuracy at 128k tokens fell. How much of FP8 attention's rank and output error
+// comes from the accumulator, how does it grow with the context, and how much does
+// promotion every N steps recover?
+//
+// Setup, per context n, one head: kvq::inject::build_scenario with Gaussian Q/K/V, RoPE
+// (base 1e4), massive activations (100 x median|K|, 2 channels) on the sink tokens, 4
+// sinks with logit gap sink-delta, and one citation span per query (span tokens whose keys
+// match that query with margin uniform in [margin-min, margin-max] over the background
+// maximum, each in its own slot of the context, as in the citations study).
+// Paths, all kvq::attention::fa3_fp8_attention<e4m3> (descale 1, P scaled by 256, FA3's
+// KV order and tile: kBlockN = fa3_fp8_block_n(head_dim), 224 for d = 128):
+//   ideal_fp32       q.k and P8.V in kvq's fp32 tree (one rounding per addition);
+//   sm90             sm_90 e4m3 tensor-core model (kvq/mma presets.hpp: 32 products per
+//                    step, 13-bit window, truncated to 13 fraction bits), everything
+//                    chained in the tensor-core accumulator (FA3 as released);
+//   sm90_promote_N   the same, P.V promoted to an fp32 accumulator every N steps of 32
+//                    tokens (N = 7 is once per KV tile of 224 tokens).
+// Reference: double attention on the original K/V.
+#pragma once
+
+#include "harness.hpp"
+#include "lab.hpp"
+
+#include <kvq/attention/fa3_tiles.hpp>
+#include <kvq/attention/variants.hpp>
+#include <kvq/inject/scenario.hpp>
+#include <kvq/metrics.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace kvq::study::accumulation {
+
+using kvq::matrix_f;
+
+inline constexpr std::size_t span_topk = 5;
+
+// Path names: ideal_fp32, sm90, sm90_promote_<N>.
+struct path_spec {
+  bool tensor_core = false;
+  std::size_t promote = 0;
+};
+
+inline bool parse_path(const std::string& s, path_spec& p) {
+  if (s == "ideal_fp32") {
+    p = {false, 0};
+    return true;
+  }
+  if (s == "sm90") {
+    p = {true, 0};
+    return true;
+  }
+  const std::string pre = "sm90_promote_";
+  if (s.compare(0, pre.size(), pre) != 0 || s.size() == pre.size()) return false;
+  std::size_t v = 0;
+  for (std::size_t i = pre.size(); i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9' || v > 100000) return false;
+    v = v * 10 + static_cast<std::size_t>(s[i] - '0');
+  }
+  if (v == 0) return false;
+  p = {true, v};
+  return true;
+}
+
+inline const std::vector<std::string>& path_names() {
+  static const std::vector<std::string> v = {"ideal_fp32",      "sm90",           "sm90_promote_1", "sm90_promote_4",
+                                             "sm90_promote_7",  "sm90_promote_16", "sm90_promote_64"};
+  return v;
+}
+
+inline table output_schema() {
+  table t;
+  t.title = "Accumulation: FP8 attention error per accumulation model and context (means over queries)";
+  t.columns = {{"path", "ideal_fp32, sm90 (tensor core, never promoted) or sm90_promote_N (fp32 every N steps)"},
+               {"promote_every", "tensor-core steps of 32 tokens between promotions (0: never; -1: ideal fp32)"},
+               {"context", "context length in tokens"},
+               {"queries", "queries averaged", false}};
+  for (const auto& c : lab::query_metric_columns()) {
+    const std::string n = c.first;
+    const bool brief = n == "weighted_tau" || n == "recall_at_8" || n == "kl" || n == "out_rel_l1";
+    t.columns.push_back({c.first, c.second, brief});
+  }
+  t.columns.push_back({"nonfinite_queries", "queries with a NaN/Inf output or infinite KL (not averaged in)", false});
+  t.columns.push_back({"out_rel_l1_vs_ideal",
+                       "relative L1 distance of the output from the ideal_fp32 path's (the accumulator's own share)"});
+  t.columns.push_back({"span_lost_top5", "share of queries whose span is in the reference top-5 but not in the emulated"});
+  t.columns.push_back({"span_mass_retained", "emulated / reference attention mass on the query's span"});
+  t.columns.push_back({"sink_mass_emu", "emulated attention mass on the sinks", false});
+  return t;
+}
+
+inline study_def definition() {
+  study_def d;
+  d.name = "accumulation";
+  d.summary = "FP8 attention (FA3) under ideal fp32 vs sm_90 tensor-core accumulation, promoted every N steps";
+  d.description =
+      "FlashAttention-3's FP8 forward with Q.K^T and P.V accumulated in ideal fp32, in the sm_90 tensor-core\n"
+      "model (13 fraction bits, 32 products per step, all steps chained) or promoted to fp32 every N steps\n"
+      "(two-level accumulation), on long contexts with sinks and one citation span per query. Reports the\n"
+      "rank/distribution metrics and output error against double attention, the share of citation spans that\n"
+      "leave the top-5, and the attention mass kept on the spans.";
+  d.params = {
+      {"paths", param_kind::name_list, join(path_names(), ","), "ideal_fp32,sm90,sm90_promote_1,sm90_promote_16",
+       "accumulation models", path_names(), 0, 0, "accumulation path"},
+      {"contexts", param_kind::int_list, "4k,16k,64k,128k", "2k,4k", "context lengths in tokens", {}, 256, 1 << 22,
+       "context length"},
+      {"queries", param_kind::integer, "8", "4", "queries (citation spans) per context", {}, 1, 1 << 16,
+       "query count"},
+      {"span", param_kind::integer, "4", "", "tokens per citation span", {}, 1, 1 << 10, "span length"},
+      {"margin-min", param_kind::real, "-0.5", "", "lowest citation logit margin over the background max", {}, -100,
+       100, "margin"},
+      {"margin-max", param_kind::real, "1.5", "", "highest citation logit margin over the background max", {}, -100,
+       100, "margin"},
+      {"sinks", param_kind::integer, "4", "", "sink tokens (the first tokens of the context)", {}, 0, 1 << 10,
+       "sink count"},
+      {"sink-delta", param_kind::real, "8", "", "logit gap of the sinks", {}, -100, 100, "logit gap"},
+      {"head-dim", param_kind::integer, "128", "", "head dimension d", {}, 2, 4096, "head dimension"},
+  };
+  d.outputs = {output_schema()};
+  d.validate = [](const config& c) {
+    for (const auto& p : c.names("paths")) {
+      path_spec ps;
+      if (!parse_path(p, ps))
+        throw usage_error("unknown accumulation path '" + p + "' (allowed: " + join(path_names()) + ")");
+    }
+    if (c.integer("head-dim") % 2 != 0)
+      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                        " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+    if (c.real("margin-min") > c.real("margin-max"))
+      throw usage_error("--margin-min " + term_cell(cell(c.real("margin-min"))) + " exceeds --margin-max " +
+                        term_cell(cell(c.real("margin-max"))) + " (allowed: margin-min <= margin-max)");
+    const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
+    const long long need = c.integer("sinks") + c.integer("queries") * (c.integer("span") + 1);
+    if (nmin < need)
+      throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
+                        std::to_string(c.integer("sinks")) + " sinks and " + std::to_string(c.integer("queries")) +
+                        " spans of " + std::to_string(c.integer("span")) + " tokens (allowed: contexts >= " +
+                        std::to_string(need) + ")");
+  };
+  d.run = [](const context& ctx) {
+    const config& cfg = ctx.cfg;
+    const auto& paths = cfg.names("paths");
+    const auto& ctxs = cfg.ints("contexts");
+    const std::size_t hd = static_cast<std::size_t>(cfg.integer("head-dim"));
+    const std::size_t nq = static_cast<std::size_t>(cfg.integer("queries"));
+    const std::size_t span = static_cast<std::size_t>(cfg.integer("span"));
+    const std::size_t nsink = static_cast<std::size_t>(cfg.integer("sinks"));
+    const double mlo = cfg.real("margin-min"), mhi = cfg.real("margin-max"), sink_delta = cfg.real("sink-delta");
+    const std::size_t NC = ctxs.size(), NP = paths.size();
+    const std::size_t block_n = kvq::attention::fa3_fp8_block_n(hd);
+
+    // Phase 1: scenario and reference per context.
+    struct scenario_cell {
+      matrix_f K, V, Q;
+      std::vector<std::vector<std::size_t>> spans;
+      std::vector<std::vector<double>> p, o;
+    };
+    std::vector<scenario_cell> cells(NC);
+    {
+      std::vector<double> cost(NC);
+      for (std::size_t i = 0; i < NC; ++i) cost[i] = double(ctxs[i]);
+      run_tasks(NC, cost, ctx.threads, ctx.prog, [&](std::size_t i) {
+        const std::size_t n = static_cast<std::size_t>(ctxs[i]);
+        kvq::inject::scenario_config sc;
+        sc.shape.tokens = n;
+        sc.shape.queries = nq;
+        sc.shape.head_dim = hd;
+        sc.shape.seed = cfg.seed;
+        std::vector<std::size_t> sink_tokens;
+        for (std::size_t t = 0; t < nsink; ++t) sink_tokens.push_back(t);
+        if (nsink > 0) {
+          kvq::inject::massive_activation_config mc;
+          mc.tokens = sink_tokens;
+          mc.random_count = 2;
+          mc.factor = 100.0;
+          mc.seed = cfg.seed;
+          sc.massive = mc;
+          kvq::inject::sink_config sk;
+          sk.count = nsink;
+          sk.delta = sink_delta;
+          sk.seed = cfg.seed;
+          sc.sinks = sk;
+        }
+        const kvq::inject::counter_rng rng{cfg.seed, kvq::inject::make_stream(kvq::inject::stream_kind::user, 1,
+                                                                              static_cast<std::uint32_t>(n >> 6))};
+        const std::size_t slot = (n - nsink) / nq;
+        for (std::size_t q = 0; q < nq; ++q) {
+          kvq::inject::scenario_needle nd;
+          nd.row = q;
+          nd.length = span;
+          nd.position = nsink + q * slot + rng.uniform_below(2 * q, static_cast<std::uint32_t>(slot - span + 1));
+          nd.margin = mlo + (mhi - mlo) * rng.uniform_double(2 * q + 1);
+          sc.needles.push_back(nd);
+        }
+        kvq::inject::scenario built = kvq::inject::build_scenario(sc);
+        scenario_cell& c = cells[i];
+        c.K = std::move(built.data.k[0]);
+        c.V = std::move(built.data.v[0]);
+        c.Q = std::move(built.data.q[0]);
+        for (std::size_t q = 0; q < nq; ++q) c.spans.push_back(built.needle_tokens(0, q));
+        const kvq::attention::reference_attention ref(c.K, c.V);
+        kvq::attention::workspace aws;
+        c.p.assign(nq, std::vector<double>(n));
+        c.o.assign(nq, std::vector<double>(hd));
+        for (std::size_t q = 0; q < nq; ++q)
+          ref.run(&c.Q(static_cast<Eigen::Index>(q), 0), c.p[q].data(), c.o[q].data(), aws);
+      });
+    }
+
+    // Phase 2: every (context, path, query).
+    const std::size_t ntask = NC * NP * nq;
+    struct query_out {
+      lab::query_metrics m;
+      double lost = 0, retained = 0, sink_mass = 0, vs_ideal = 0;
+    };
+    std::vector<query_out> res(ntask);
+    {
+      std::vector<double> cost(ntask);
+      for (std::size_t i = 0; i < ntask; ++i) {
+        path_spec ps;
+        parse_path(paths[(i / nq) % NP], ps);
+        cost[i] = double(ctxs[i / (NP * nq)]) * (ps.tensor_core ? 20.0 : 1.0);
+      }
+      run_tasks(ntask, cost, ctx.threads, ctx.prog, [&](std::size_t ti) {
+        const std::size_t ci = ti / (NP * nq), pi = (ti / nq) % NP, q = ti % nq;
+        const scenario_cell& c = cells[ci];
+        const std::size_t n = static_cast<std::size_t>(c.K.rows());
+        path_spec ps;
+        parse_path(paths[pi], ps);
+        kvq::attention::fa3_options fo;
+        fo.block_n = block_n;
+        if (ps.tensor_core) {
+          fo.accumulation = kvq::attention::fa3_accumulation::tensor_core;
+          fo.pv_promote_every = ps.promote;
+        }
+        // One query per task: the FP8 copy of K/V is made per task (O(n d), small next
+        // to the tensor-core model's cost).
+        const kvq::attention::fa3_fp8_attention<> att(c.K, c.V, fo);
+        kvq::attention::workspace aws;
+        kvq::metrics::workspace ws(n);
+        std::vector<double> p(n);
+        std::vector<float> o(hd);
+        att.run(&c.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
+        query_out& r = res[ti];
+        if (ps.tensor_core) {
+          kvq::attention::fa3_options fi;
+          fi.block_n = block_n;
+          const kvq::attention::fa3_fp8_attention<> ideal(c.K, c.V, fi);
+          std::vector<double> pi_(n);
+          std::vector<float> oi(hd);
+          ideal.run(&c.Q(static_cast<Eigen::Index>(q), 0), pi_.data(), oi.data(), aws);
+          double num = 0, den = 0;
+          for (std::size_t j = 0; j < hd; ++j) {
+            num += std::fabs(double(o[j]) - double(oi[j]));
+            den += std::fabs(double(oi[j]));
+          }
+          r.vs_ideal = den > 0 ? num / den : 0.0;
+        }
+        r.m = lab::evaluate(c.p[q].data(), p.data(), n, c.o[q].data(), o.data(), hd, ws);
+        const auto nm = kvq::metrics::needle_metrics(c.p[q].data(), p.data(), n, c.spans[q]);
+        r.lost = (nm.best_rank_reference <= span_topk && nm.best_rank_emulated > span_topk) ? 1.0 : 0.0;
+        r.retained = nm.retained;
+        double sm = 0;
+        for (std::size_t t = 0; t < nsink; ++t) sm += p[t];
+        r.sink_mass = sm;
+      });
+    }
+
+    result r;
+    table t = output_schema();
+    auto mean = [](const std::vector<double>& v) {
+      return kvq::metrics::aggregate(v.data(), v.size(), kvq::metrics::better::lower, {}).mean;
+    };
+    for (std::size_t pi = 0; pi < NP; ++pi)
+      for (std::size_t ci = 0; ci < NC; ++ci) {
+        std::vector<lab::query_metrics> qm;
+        std::vector<double> lost, kept, sinkm, vsi;
+        for (std::size_t q = 0; q < nq; ++q) {
+          const query_out& x = res[(ci * NP + pi) * nq + q];
+          qm.push_back(x.m);
+          kept.push_back(x.retained);
+          sinkm.push_back(x.sink_mass);
+          lost.push_back(x.lost);
+          vsi.push_back(x.vs_ideal);
+        }
+        path_spec ps;
+        parse_path(paths[pi], ps);
+        const lab::metric_means mm = lab::mean_over(qm);
+        std::vector<cell> row = {paths[pi], ps.tensor_core ? static_cast<long long>(ps.promote) : -1LL, ctxs[ci],
+                                 static_cast<long long>(nq)};
+        for (double v : mm.mean) row.emplace_back(v);
+        row.emplace_back(static_cast<long long>(mm.nonfinite));
+        row.emplace_back(mean(vsi));
+        row.emplace_back(mean(lost));
+        row.emplace_back(mean(kept));
+        row.emplace_back(mean(sinkm));
+        t.rows.push_back(std::move(row));
+      }
+    r.tables.push_back(t);
+
+    r.setup.set("head_dim", static_cast<long long>(hd));
+    r.setup.set("queries_per_context", static_cast<long long>(nq));
+    r.setup.set("block_n", static_cast<long long>(block_n));
+    r.setup.set("span_tokens", static_cast<long long>(span));
+    r.setup.set("margin_range", json(std::vector<double>{mlo, mhi}));
+    r.setup.set("sinks", static_cast<long long>(nsink));
+    r.setup.set("sink_delta", sink_delta);
+    r.setup.set("scenario",
+                "kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations 100 x median|K| on "
+                "the sink keys (2 channels, queries neutralized), sinks with logit gap sink-delta, one citation span "
+                "per query at a random offset in its own slot, margin uniform in margin_range");
+    r.setup.set("reference", "double attention on the original K/V");
+    r.setup.set("emulated",
+                "kvq::attention::fa3_fp8_attention<e4m3>: descale 1, P x 256 cast to e4m3, reverse KV order, "
+                "kBlockN = fa3_fp8_block_n(head_dim); accumulation ideal fp32 or the sm_90 e4m3 tensor-core preset "
+                "(inferred for c != 0), P.V promoted to fp32 every N steps of 32 tokens");
+
+    // Findings: output error and span loss at the longest context, per path.
+    const std::size_t c_rel = column_index(t, "out_rel_l1_vs_ideal"), c_lost = column_index(t, "span_lost_top5"),
+                      c_w = column_index(t, "weighted_tau");
+    const long long nbig = *std::max_element(ctxs.begin(), ctxs.end());
+    std::string line = "at n=" + std::to_string(nbig) + ": output rel. L1 distance from ideal fp32 / weighted tau / spans lost: ";
+    bool first = true;
+    for (const auto& row : t.rows) {
+      if (row[2].i != nbig) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s%s %.3g / %.4f / %.1f%%", first ? "" : ", ", row[0].s.c_str(), row[c_rel].d,
+                    row[c_w].d, 100 * row[c_lost].d);
+      line += buf;
+      first = false;
+    }
+    r.findings.push_back(line);
+    return r;
+  };
+  return d;
+}
+
+}  // namespace kvq::study::accumulation
