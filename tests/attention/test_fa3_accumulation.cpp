@@ -355,7 +355,7 @@ float amax(const matrix_f& m) { return m.cwiseAbs().maxCoeff(); }
 TEST_CASE("FA3 paper error experiment: per-block + random-sign Hadamard lowers FP8 RMSE", "[attention][fa3][quick]") {
   // Several independent heads: a head holds only ~130 outliers per tensor, so the error
   // of one head depends much on where they fall.
-  const std::size_t n = 1024, d = 128, bn = fa3_fp8_block_n(d), bm = 128, heads = 8, used = 128;
+  const std::size_t n = 1024, d = 128, bn = fa3_fp8_block_n(d), bm = 128, heads = 8, used = 32;
   const std::uint64_t seed = 2024;
   double e_t = 0, e_b = 0, e_bn = 0;
   for (std::size_t h = 0; h < heads; ++h) {
@@ -416,7 +416,7 @@ TEST_CASE("FA3 paper error experiment: per-block + random-sign Hadamard lowers F
                                     << rmse_t << ", per-block " << rmse_bn << ", per-block + random-sign Hadamard "
                                     << rmse_b << ", ratio per-tensor / incoherent " << rmse_t / rmse_b);
   CHECK(rmse_b < rmse_t);
-  // Band: with this sample size the ratio spread over seeds 1, 2, 3, 7, 99 and 2024 was 1.58-2.20
+  // Band: with this sample size the ratio spread over seeds 1, 2, 3, 7, 99 and 2024 was 1.37-2.36
   // (the seed is fixed, so the test is deterministic); the paper's 2.6 lies inside; below
   // 1.2 the rotation or the block scales would have stopped working, above 4 the
   // per-tensor baseline would be broken.
