@@ -1,6 +1,7 @@
 // Compile-only check (KVQ_CUDA=ON): the KVQ_HD parts of the attention and inject layers
 // build as device code (math, reductions, RNG, RoPE rows, Hadamard, bf16 rounding and
-// the three per-query kernels). No GPU is needed to build it.
+// the three per-query kernels, FA3 with the tensor-core
+// accumulation model, the random-sign rotation). No GPU is needed to build it.
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
 #include <kvq/core/math.hpp>
@@ -30,6 +31,13 @@ __global__ void kvq_attention_device_compile(float* out, double* dout, const flo
   cfg.block_n = 64;
   cfg.scale_log2 = 0.18f;
   kvq::attention::fa3_query<kvq::fmt::e4m3>(q, Kv, Vv, cfg, p, o, scratch);
+  cfg.accumulation = kvq::attention::fa3_accumulation::tensor_core;  // the sm_90 fp8 block-FMA model
+  cfg.pv_promote_every = 4;
+  kvq::attention::fa3_query<kvq::fmt::e5m2>(q, Kv, Vv, cfg, p, o, scratch);
+  float signs[8];
+  kvq::attention::hadamard_signs(3, signs, 8);
+  kvq::attention::signed_hadamard_rotate(row, signs, 8);
+  kvq::attention::signed_hadamard_unrotate(row, signs, 8);
   kvq::attention::storage_query(q, Kv, Vv, 0.125f, false, p, o, scratch, scratch + n, scratch + n + 64 * d);
   kvq::attention::reference_query(q, Kv, Vv, p, dout, dacc, dacc + 64 * d);
 }
