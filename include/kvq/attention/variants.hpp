@@ -116,6 +116,10 @@ struct storage_options {
   bool bf16_math = false;      // round q, K, V, P, o to bf16 (FlashAttention-2 bf16 kernel order)
   bool hadamard = false;       // rotate the head dimension before the codec (and back after)
   float softmax_scale = 0.0f;  // 0: head_dim ** -0.5
+  // Quantize the query too (after the rotation, before the bf16 rounding): called with
+  // the query as a 1 x head_dim matrix, e.g. the codec's key transform for a KV-cache
+  // format also used for Q. Empty: q in full precision.
+  kv_transform q_codec;
 };
 
 class storage_attention {
@@ -147,7 +151,8 @@ class storage_attention {
   std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
   std::string name() const {
     return "storage " + (opt_.codec.name.empty() ? std::string("custom") : opt_.codec.name) +
-           (opt_.bf16_math ? ", bf16 math" : ", fp32 math") + (opt_.hadamard ? ", Hadamard" : "");
+           (opt_.bf16_math ? ", bf16 math" : ", fp32 math") + (opt_.hadamard ? ", Hadamard" : "") +
+           (opt_.q_codec ? ", quantized Q" : "");
   }
   /// The stored (rotated, dequantized) keys and values.
   const matrix_f& keys() const { return K_; }
@@ -159,6 +164,16 @@ class storage_attention {
     float* qq = workspace::get(ws.q, d);
     for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
     if (opt_.hadamard) hadamard_rotate(qq, d);
+    if (opt_.q_codec) {
+      matrix_f m(1, static_cast<Eigen::Index>(d));
+      for (std::size_t j = 0; j < d; ++j) m(0, static_cast<Eigen::Index>(j)) = qq[j];
+      const matrix_f r = opt_.q_codec(m);
+      if (r.rows() != 1 || r.cols() != static_cast<Eigen::Index>(d))
+        kvq::detail::fail("kvq::attention::storage_attention::run",
+                          "q_codec returned " + kvq::detail::shape_of("a matrix", r) + " for a 1 x " +
+                              std::to_string(d) + " query");
+      for (std::size_t j = 0; j < d; ++j) qq[j] = r(0, static_cast<Eigen::Index>(j));
+    }
     if (opt_.bf16_math)
       for (std::size_t j = 0; j < d; ++j) qq[j] = round_bf16(qq[j]);
     float* s = workspace::get(ws.f0, n);
