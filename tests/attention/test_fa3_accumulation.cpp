@@ -2,7 +2,7 @@
 //  - ideal fp32 accumulation reproduces, bit for bit, a frozen copy of the kernel as it
 //    was before the accumulation model existed (kept verbatim below);
 //  - the tensor-core model equals an independent step-by-step computation through the
-//    checked kvq::mma::dot entry (promotion every 1 and 3 steps, and never);
+//    checked kvq::mma::dot entry (promotion every 1, 3 and 5 steps, and never);
 //  - per-block descales that are equal powers of two reproduce the per-tensor path;
 //  - the random-sign rotation against the explicit ±1-diagonal times Sylvester Hadamard
 //    matrix in double;
