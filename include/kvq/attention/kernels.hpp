@@ -25,7 +25,7 @@
 //                   fp32 tree (the default); tensor_core runs them as chained wgmma steps of
 //                   32 products through a kvq::mma block-FMA model (sm_90 fp8: 13-bit
 //                   accumulator), optionally promoted to an fp32 accumulator every N steps
-//                   (two-level accumulation, see fa3_accumulate_pv below).
+//                   (two-level accumulation, see fa3_config).
 //                   The two fma's are what nvcc's default contraction makes of FA3's
 //                   `x * scale - max_scaled` and `max * scale - max_offset`. The row max uses
 //                   fmaxf semantics (a NaN operand is ignored), as CUDA's max does.
