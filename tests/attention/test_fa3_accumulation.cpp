@@ -7,6 +7,8 @@
 //  - the random-sign rotation against the explicit ±1-diagonal times Sylvester Hadamard
 //    matrix in double;
 //  - the FlashAttention-3 paper's error experiment (Shah et al. 2024, §4.3);
+//  - an exact construction where the 13-bit window drops every later P.V step unless the
+//    accumulator is promoted (hand-computed integer sums);
 //  - the storage path's optional query quantization against the pre-quantized query.
 #include <catch2/catch.hpp>
 
@@ -473,4 +475,45 @@ TEST_CASE("storage path with a quantized query equals the plain path on the pre-
   std::vector<double> p(n);
   std::vector<float> o(d);
   CHECK_THROWS_WITH(c.run(&x.q[0](0, 0), p.data(), o.data(), ws), Catch::Contains("q_codec returned"));
+}
+
+TEST_CASE("FA3 tensor-core accumulation loses what the 13-bit window drops; promotion keeps it", "[attention][fa3][mma][quick]") {
+  // Exact construction: K = 0, so every score is 0 and every P is exactly 2^8 = 256;
+  // V = 448 on the first 32 tokens and 2^-6 on the other 992 (forward order, so the large
+  // step comes first). The first P.V step gives 32 * 256 * 448 = 3670016 (exponent 21);
+  // with c aligned in a 13-bit window every later product, 256 * 2^-6 = 4 < 2^(21-13),
+  // is truncated away while c is that large. Sums below are exact integers, row_sum =
+  // 256 * 1024 = 2^18, so each output is its sum / 2^18 exactly.
+  const std::size_t n = 1024, d = 32;
+  matrix_f K = matrix_f::Zero(n, d), V(n, d), Q = matrix_f::Ones(1, d);
+  for (std::size_t t = 0; t < n; ++t)
+    for (std::size_t j = 0; j < d; ++j)
+      V(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(j)) = t < 32 ? 448.0f : 0x1p-6f;
+  struct expectation {
+    fa3_accumulation acc;
+    std::size_t every;
+    double sum;
+  };
+  const expectation cases[] = {
+      {fa3_accumulation::ideal_fp32, 0, 3670016.0 + 992 * 4.0},  // exact fp32 sums
+      {fa3_accumulation::tensor_core, 0, 3670016.0},            // every small step dropped
+      {fa3_accumulation::tensor_core, 1, 3670016.0 + 992 * 4.0},  // each step from c = 0: exact
+      // groups of 4 steps: the first group keeps only its large step, the other 7 groups
+      // of 4 * 128 are exact
+      {fa3_accumulation::tensor_core, 4, 3670016.0 + 7 * 512.0},
+  };
+  for (const auto& e : cases) {
+    fa3_options fo;
+    fo.block_n = 128;
+    fo.reverse = false;
+    fo.accumulation = e.acc;
+    fo.pv_promote_every = e.every;
+    const fa3_fp8_attention<> fa(K, V, fo);
+    workspace ws;
+    std::vector<double> p(n);
+    std::vector<float> o(d);
+    fa.run(Q.data(), p.data(), o.data(), ws);
+    const float expect = static_cast<float>(e.sum / 262144.0);
+    for (std::size_t j = 0; j < d; ++j) REQUIRE(o[j] == expect);
+  }
 }
