@@ -25,7 +25,7 @@
 // Reference: double attention on the original K/V.
 #pragma once
 
-#include "harness.hpp"
+#include <kvq/study.hpp>
 #include "lab.hpp"
 
 #include <kvq/attention/fa3_tiles.hpp>
@@ -308,20 +308,18 @@ inline study_def definition() {
       }
     r.tables.push_back(t);
 
-    r.setup.set("head_dim", static_cast<long long>(hd));
-    r.setup.set("queries_per_context", static_cast<long long>(nq));
-    r.setup.set("block_n", static_cast<long long>(block_n));
-    r.setup.set("span_tokens", static_cast<long long>(span));
-    r.setup.set("margin_range", json(std::vector<double>{mlo, mhi}));
-    r.setup.set("sinks", static_cast<long long>(nsink));
-    r.setup.set("sink_delta", sink_delta);
-    r.setup.set("scenario",
-                "kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations 100 x median|K| on "
+    r.setup["head_dim"] = (static_cast<long long>(hd));
+    r.setup["queries_per_context"] = (static_cast<long long>(nq));
+    r.setup["block_n"] = (static_cast<long long>(block_n));
+    r.setup["span_tokens"] = (static_cast<long long>(span));
+    r.setup["margin_range"] = (json(std::vector<double>{mlo, mhi}));
+    r.setup["sinks"] = (static_cast<long long>(nsink));
+    r.setup["sink_delta"] = (sink_delta);
+    r.setup["scenario"] = ("kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations 100 x median|K| on "
                 "the sink keys (2 channels, queries neutralized), sinks with logit gap sink-delta, one citation span "
                 "per query at a random offset in its own slot, margin uniform in margin_range");
-    r.setup.set("reference", "double attention on the original K/V");
-    r.setup.set("emulated",
-                "kvq::attention::fa3_fp8_attention<e4m3>: descale 1, P x 256 cast to e4m3, reverse KV order, "
+    r.setup["reference"] = ("double attention on the original K/V");
+    r.setup["emulated"] = ("kvq::attention::fa3_fp8_attention<e4m3>: descale 1, P x 256 cast to e4m3, reverse KV order, "
                 "kBlockN = fa3_fp8_block_n(head_dim); accumulation ideal fp32 or the sm_90 e4m3 tensor-core preset "
                 "(inferred for c != 0), P.V promoted to fp32 every N steps of 32 tokens");
 
