@@ -183,7 +183,8 @@ inline study_def definition() {
     std::vector<std::vector<counts>> res(ntask, std::vector<counts>(NS));
     std::vector<double> cost(ntask);
     for (std::size_t i = 0; i < ntask; ++i) cost[i] = double(ctxs[i / seeds]);
-    run_tasks(ntask, cost, ctx.threads, ctx.prog, [&](std::size_t ti) {
+    // The (context, seed) tasks are independent: the phase a --shard run splits.
+    run_sharded_tasks(ctx, ntask, cost, [&](std::size_t ti) {
       const std::size_t n = static_cast<std::size_t>(ctxs[ti / seeds]);
       const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(ti % seeds);
       kvq::inject::scenario_config sc;
@@ -256,7 +257,24 @@ inline study_def definition() {
           }
         }
       }
+    }, [&](std::size_t ti) {
+      json a = json::array();
+      for (const counts& c : res[ti])
+        a.push_back(json::array({c.queries, c.in_topk, c.false_topk, c.top1, c.false_top1, encode_slot(c.rank_shift)}));
+      return a;
+    }, [&](std::size_t ti, const json& a) {
+      for (std::size_t si = 0; si < NS; ++si) {
+        counts& c = res[ti][si];
+        const json& x = a.at(si);
+        decode_slot(x.at(0), c.queries);
+        decode_slot(x.at(1), c.in_topk);
+        decode_slot(x.at(2), c.false_topk);
+        decode_slot(x.at(3), c.top1);
+        decode_slot(x.at(4), c.false_top1);
+        decode_slot(x.at(5), c.rank_shift);
+      }
     });
+    if (partial_run(ctx)) return result{};  // a shard: the other shards' counts are not here
 
     // Aggregate per (scheme, context) in a fixed order.
     result r;

@@ -189,7 +189,8 @@ inline study_def definition() {
       std::vector<std::vector<double>> p, o;
     };
     std::vector<reference> ref(NC * NM);
-    {
+    // Phase 2 reads every reference: a --shard run computes all of them, the merge none.
+    if (!replaying(ctx)) {
       std::vector<double> cost(NC * NM);
       for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = 0.5 * double(ctxs[i / NM]);
       run_tasks(cost.size(), cost, ctx.threads, ctx.prog, [&](std::size_t i) {
@@ -210,7 +211,7 @@ inline study_def definition() {
     {
       std::vector<double> cost(NC * NS);
       for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = double(ctxs[i / NS]) * double(NM);
-      run_tasks(cost.size(), cost, ctx.threads, ctx.prog, [&](std::size_t i) {
+      run_sharded_tasks(ctx, cost.size(), cost, [&](std::size_t i) {
         const std::size_t ci = i / NS, si = i % NS;
         const std::size_t n = static_cast<std::size_t>(ctxs[ci]);
         const scheme_spec& sc = find_scheme(schemes[si]);
@@ -245,8 +246,15 @@ inline study_def definition() {
           row.emplace_back(fs.outlier_rel_err);
           rows[i * NM + mi] = std::move(row);
         }
+      }, [&](std::size_t i) {
+        json a = json::array();
+        for (std::size_t mi = 0; mi < NM; ++mi) a.push_back(encode_slot(rows[i * NM + mi]));
+        return a;
+      }, [&](std::size_t i, const json& a) {
+        for (std::size_t mi = 0; mi < NM; ++mi) decode_slot(a.at(mi), rows[i * NM + mi]);
       });
     }
+    if (partial_run(ctx)) return result{};  // a shard: the other shards' rows are not here
 
     // Rows in a fixed order: scheme, magnitude, context.
     result r;

@@ -166,7 +166,8 @@ inline study_def definition() {
     double total = 0;
     for (auto n : ctxs) total += double(n) * double(1 + NP);
     if (ctx.prog) ctx.prog->plan(total);
-    {
+    // Phase 2 reads every scenario: a --shard run builds all of them, the merge none.
+    if (!replaying(ctx)) {
       std::vector<double> cost(NC);
       for (std::size_t i = 0; i < NC; ++i) cost[i] = double(ctxs[i]);
       run_tasks(NC, cost, ctx.threads, ctx.prog, [&](std::size_t ci) {
@@ -231,7 +232,7 @@ inline study_def definition() {
     {
       std::vector<double> cost(NC * NP);
       for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = double(ctxs[i / NP]);
-      run_tasks(cost.size(), cost, ctx.threads, ctx.prog, [&](std::size_t ti) {
+      run_sharded_tasks(ctx, cost.size(), cost, [&](std::size_t ti) {
         const std::size_t ci = ti / NP, pi = ti % NP;
         const scen& x = sc[ci];
         const std::size_t n = static_cast<std::size_t>(x.K.rows());
@@ -273,8 +274,15 @@ inline study_def definition() {
         oc.row.emplace_back(eligible ? double(lost) / double(eligible) : std::nan(""));
         oc.row.emplace_back(
             kvq::metrics::aggregate(retained.data(), retained.size(), kvq::metrics::better::higher, {}).mean);
+      }, [&](std::size_t ti) {
+        return json::array({encode_slot(out[ti].row), encode_slot(out[ti].bits), encode_slot(out[ti].kl)});
+      }, [&](std::size_t ti, const json& a) {
+        decode_slot(a.at(0), out[ti].row);
+        decode_slot(a.at(1), out[ti].bits);
+        decode_slot(a.at(2), out[ti].kl);
       });
     }
+    if (partial_run(ctx)) return result{};  // a shard: the other shards' outcomes are not here
 
     result r;
     table t = output_schema();

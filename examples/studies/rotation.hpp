@@ -123,7 +123,7 @@ inline study_def definition() {
     std::vector<std::vector<std::vector<cell>>> rows(NC * NM);
     std::vector<double> cost(NC * NM);
     for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = double(ctxs[i / NM]);
-    run_tasks(cost.size(), cost, ctx.threads, ctx.prog, [&](std::size_t i) {
+    run_sharded_tasks(ctx, cost.size(), cost, [&](std::size_t i) {
       const std::size_t n = static_cast<std::size_t>(ctxs[i / NM]);
       const double m = mags[i % NM];
       matrix_f K = base.k[0].topRows(static_cast<Eigen::Index>(n));
@@ -171,7 +171,9 @@ inline study_def definition() {
           rows[i].push_back(std::move(row));
         }
       }
-    });
+    }, [&](std::size_t i) { return encode_slot(rows[i]); },
+       [&](std::size_t i, const json& a) { decode_slot(a, rows[i]); });
+    if (partial_run(ctx)) return result{};  // a shard: the other shards' rows are not here
 
     result r;
     table t = output_schema();

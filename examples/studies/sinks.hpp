@@ -149,7 +149,8 @@ inline study_def definition() {
     double total = 0;
     for (std::size_t i = 0; i < ncell; ++i) total += double(ctxs[i / (NS * ND)]) * (1.0 + 2.0 * double(NP));
     if (ctx.prog) ctx.prog->plan(total);
-    {
+    // Phase 2 reads every scenario: a --shard run builds all of them, the merge none.
+    if (!replaying(ctx)) {
       std::vector<double> cost(ncell);
       for (std::size_t i = 0; i < ncell; ++i) cost[i] = double(ctxs[i / (NS * ND)]);
       run_tasks(ncell, cost, ctx.threads, ctx.prog, [&](std::size_t i) {
@@ -198,7 +199,7 @@ inline study_def definition() {
     {
       std::vector<double> cost(ncell * NP);
       for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = 2.0 * double(ctxs[(i / NP) / (NS * ND)]);
-      run_tasks(cost.size(), cost, ctx.threads, ctx.prog, [&](std::size_t ti) {
+      run_sharded_tasks(ctx, cost.size(), cost, [&](std::size_t ti) {
         const std::size_t ci = ti / NP, pi = ti % NP;
         const scenario_cell& c = cells[ci];
         const std::size_t n = static_cast<std::size_t>(c.K.rows()), s = c.sinks;
@@ -294,8 +295,13 @@ inline study_def definition() {
           row.emplace_back(c.gap);
           rows[ti * 2 + static_cast<std::size_t>(keep)] = std::move(row);
         }
+      }, [&](std::size_t ti) { return json::array({encode_slot(rows[ti * 2]), encode_slot(rows[ti * 2 + 1])}); },
+         [&](std::size_t ti, const json& a) {
+        decode_slot(a.at(0), rows[ti * 2]);
+        decode_slot(a.at(1), rows[ti * 2 + 1]);
       });
     }
+    if (partial_run(ctx)) return result{};  // a shard: the other shards' rows are not here
 
     result r;
     table t = output_schema();

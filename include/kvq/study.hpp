@@ -10,6 +10,8 @@
 #include <kvq/study/table.hpp>
 #include <kvq/study/progress.hpp>
 #include <kvq/study/runner.hpp>
+#include <kvq/study/shard.hpp>
+#include <kvq/study/merge.hpp>
 #include <kvq/study/study.hpp>
 #include <kvq/study/output.hpp>
 #include <kvq/study/cli.hpp>

@@ -43,7 +43,8 @@ bool is_help(const std::string& a) { return a == "--help" || a == "-h" || a == "
 
 std::string study_list_help() {
   std::string s =
-      "usage: kvq study <name> [--quick] [--out DIR] [--threads N] [--seed S] [--GRIDPARAM v1,v2,...]\n"
+      "usage: kvq study <name> [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...]\n"
+      "       kvq study merge DIR... [--out DIR]\n"
       "\n"
       "studies:\n";
   for (const auto& d : kvq::study::all_studies()) {
@@ -57,8 +58,45 @@ std::string study_list_help() {
   s += kvq::study::common_options_help();
   s +=
       "\n"
-      "  kvq study <name> --help   lists the study's grid parameters and output columns\n";
+      "  kvq study <name> --help   lists the study's grid parameters and output columns\n"
+      "  kvq study merge --help    merging the partial results of --shard runs\n";
   return s;
+}
+
+const char* const kMergeHelp =
+    "usage: kvq study merge DIR... [--out DIR]\n\n"
+    "Merges the partial results <study>.shard-I-of-N.json of `kvq study <name> --shard I/N`\n"
+    "runs (shards 1..N, from one or several directories) into the CSV/JSON files a single\n"
+    "run writes, in --out DIR (default: the first DIR). The CSVs are byte-identical to a\n"
+    "single run's; the JSON differs only in command, threads and timing. Every shard must\n"
+    "be present once, from the same study, grid, seed and library version; otherwise one\n"
+    "line on stderr names the problem, the exit status is 2 and nothing is written.\n";
+
+int cmd_study_merge(const std::vector<std::string>& args, const std::string& command_line) {
+  using namespace kvq::study;
+  std::vector<std::string> dirs;
+  std::string out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (is_help(args[i])) {
+      std::fputs(kMergeHelp, stdout);
+      return 0;
+    }
+    if (args[i] == "--out") {
+      if (i + 1 >= args.size() || args[i + 1].empty()) throw usage_error("merge: --out needs a directory");
+      out = args[++i];
+    } else if (args[i].rfind("--", 0) == 0) {
+      throw usage_error("merge: unknown option '" + args[i] + "' (allowed: --out DIR)");
+    } else {
+      dirs.push_back(args[i]);
+    }
+  }
+  if (dirs.empty()) throw usage_error("merge: no directory given (usage: kvq study merge DIR... [--out DIR])");
+  if (out.empty()) out = dirs.front();
+  const file_set files = merge_partials(dirs, out, command_line, [](const std::string& n) { return find_study(n); });
+  std::printf("wrote:");
+  for (const auto& f : files) std::printf(" %s", f.first.c_str());
+  std::printf("\n");
+  return 0;
 }
 
 int cmd_study(const std::vector<std::string>& args, const std::string& command_line) {
@@ -68,6 +106,7 @@ int cmd_study(const std::vector<std::string>& args, const std::string& command_l
     if (args.empty()) return 2;
     return 0;
   }
+  if (args[0] == "merge") return cmd_study_merge(std::vector<std::string>(args.begin() + 1, args.end()), command_line);
   const study_def* def = find_study(args[0]);
   if (!def) {
     std::vector<std::string> names;

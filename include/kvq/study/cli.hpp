@@ -19,10 +19,12 @@
 
 #include <kvq/config.hpp>
 #include <kvq/study/error.hpp>
+#include <kvq/study/merge.hpp>
 #include <kvq/study/output.hpp>
 #include <kvq/study/params.hpp>
 #include <kvq/study/progress.hpp>
 #include <kvq/study/runner.hpp>
+#include <kvq/study/shard.hpp>
 #include <kvq/study/study.hpp>
 #include <kvq/study/table.hpp>
 
@@ -47,13 +49,16 @@ inline const char* common_options_help() {
          "                 run appear together and only complete\n"
          "  --threads N    worker threads (default: all hardware threads); results are\n"
          "                 bit-identical for any N\n"
-         "  --seed S       seed of the synthetic data (default 1)\n";
+         "  --seed S       seed of the synthetic data (default 1)\n"
+         "  --shard I/N    compute only shard I of N of the grid's tasks (needs --out) and write\n"
+         "                 the partial result DIR/<study>.shard-I-of-N.json; `kvq study merge\n"
+         "                 DIR...` turns shards 1..N into the files of a single run\n";
 }
 
 /// `kvq study <name> --help`: grid options with defaults and allowed values, and every
 /// output column.
 inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
-  std::string s = "usage: " + program + " " + d.name + " [--quick] [--out DIR] [--threads N] [--seed S] [grid options]\n\n" +
+  std::string s = "usage: " + program + " " + d.name + " [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [grid options]\n\n" +
                   d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
   for (const auto& p : d.params) {
     s += "  --" + p.name + " (" + param_kind_text(p.kind) + ")  " + p.help + "\n";
@@ -84,6 +89,8 @@ struct run_request {
   std::string out;  ///< empty: no files
   unsigned threads = default_threads();
   std::uint64_t seed = 1;
+  bool sharded = false;  ///< --shard given
+  shard_spec shard;
   std::vector<std::pair<std::string, std::string>> overrides;  ///< grid options, in order
 };
 
@@ -115,12 +122,13 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   app.set_help_flag();  // help is ours (study_help), CLI11's would list no grid meaning
   app.allow_extras();
   bool help = false, quick = false;
-  std::string out, threads, seed;
+  std::string out, threads, seed, shard;
   app.add_flag("-h,--help", help);
   app.add_flag("--quick", quick);
   CLI::Option* o_out = app.add_option("--out", out);
   CLI::Option* o_threads = app.add_option("--threads", threads);
   CLI::Option* o_seed = app.add_option("--seed", seed);
+  CLI::Option* o_shard = app.add_option("--shard", shard);
   std::map<std::string, std::vector<std::string>> grid;
   std::vector<std::pair<std::string, CLI::Option*>> grid_opts;
   for (const auto& p : def.params) {
@@ -129,7 +137,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
     o->expected(1);
     grid_opts.emplace_back(p.name, o);
   }
-  for (CLI::Option* o : {o_out, o_threads, o_seed}) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard}) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
@@ -154,6 +162,11 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   }
   if (o_threads->count()) req.threads = parse_threads(threads);
   if (o_seed->count()) req.seed = parse_seed(seed);
+  if (o_shard->count()) {
+    req.shard = parse_shard(shard);
+    req.sharded = true;
+    if (req.out.empty()) throw usage_error("--shard needs --out DIR (where the partial result is written)");
+  }
   for (const auto& g : grid_opts)
     if (g.second->count()) req.overrides.emplace_back(g.first, grid[g.first].back());
   return req;
@@ -179,7 +192,9 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
   std::fflush(stdout);
 
   progress prog(def.name, progress::stderr_is_terminal());
-  context ctx{cfg, req.threads, &prog};
+  shard_state shard;
+  shard.spec = req.shard;
+  context ctx{cfg, req.threads, &prog, req.sharded ? &shard : nullptr};
   run_info info;
   info.command = command_line;
   info.seed = req.seed;
@@ -190,6 +205,21 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
   const result r = def.run(ctx);
   info.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   prog.finish();
+
+  if (req.sharded) {
+    namespace fs = std::filesystem;
+    std::size_t mine = 0, all = 0;
+    for (const auto& c : shard.calls) {
+      mine += c["results"].size();
+      all += c["tasks"].get<std::size_t>();
+    }
+    std::printf("shard %u/%u: %zu of %zu tasks\ntime: %.2f s\n", req.shard.index, req.shard.count, mine, all,
+                info.wall_seconds);
+    const std::string path = (fs::path(req.out) / partial_file_name(def.name, req.shard)).string();
+    write_files_atomic({{path, dump_json(partial_json(def, cfg, shard, info), -1) + "\n"}});
+    std::printf("wrote: %s\n", path.c_str());
+    return 0;
+  }
 
   std::printf("setup: %s\n", dump_json(r.setup, -1).c_str());
   for (const auto& t : r.tables)

@@ -14,11 +14,15 @@
 
 namespace kvq::study {
 
-// What a study gets to run: the resolved grid and the execution resources.
+struct shard_state;  // kvq/study/shard.hpp
+
+// What a study gets to run: the resolved grid, the execution resources, and, in a
+// `--shard I/N` run or a merge, the shard's record (null in a plain run).
 struct context {
   const config& cfg;
   unsigned threads;
   progress* prog;
+  shard_state* shard = nullptr;
 };
 
 // A study: name, one-line summary, longer description, declared parameters, an
