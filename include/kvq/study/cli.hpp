@@ -172,6 +172,28 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   return req;
 }
 
+/// The end of a run: prints the setup, the terminal tables, the findings and the time,
+/// then writes the files to out_dir (none if empty).
+inline void print_and_write(const study_def& def, const config& cfg, const result& r, const run_info& info,
+                            const std::string& out_dir) {
+  std::printf("setup: %s\n", dump_json(r.setup, -1).c_str());
+  for (const auto& t : r.tables)
+    if (t.terminal) print_table(t, stdout);
+  if (!r.findings.empty()) {
+    std::printf("\nfindings:\n");
+    for (const auto& f : r.findings) std::printf("  * %s\n", f.c_str());
+  }
+  std::printf("\ntime: %.2f s\n", info.wall_seconds);
+
+  if (!out_dir.empty()) {
+    const file_set files = run_files(def, cfg, r, info, out_dir);
+    write_files_atomic(files);
+    std::printf("wrote:");
+    for (const auto& f : files) std::printf(" %s", f.first.c_str());
+    std::printf("\n");
+  }
+}
+
 /// Runs a study from its command line: resolves the grid, checks --out, runs, prints the
 /// tables and findings, and writes the files. Returns the exit status (0); bad input
 /// throws usage_error before anything is written.
@@ -221,22 +243,7 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
     return 0;
   }
 
-  std::printf("setup: %s\n", dump_json(r.setup, -1).c_str());
-  for (const auto& t : r.tables)
-    if (t.terminal) print_table(t, stdout);
-  if (!r.findings.empty()) {
-    std::printf("\nfindings:\n");
-    for (const auto& f : r.findings) std::printf("  * %s\n", f.c_str());
-  }
-  std::printf("\ntime: %.2f s\n", info.wall_seconds);
-
-  if (!req.out.empty()) {
-    const file_set files = run_files(def, cfg, r, info, req.out);
-    write_files_atomic(files);
-    std::printf("wrote:");
-    for (const auto& f : files) std::printf(" %s", f.first.c_str());
-    std::printf("\n");
-  }
+  print_and_write(def, cfg, r, info, req.out);
   return 0;
 }
 

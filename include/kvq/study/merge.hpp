@@ -200,6 +200,49 @@ inline shard_state merged_state(const std::vector<const partial_result*>& shards
   return st;
 }
 
+/// A study run put together from its shards: the grid, the result and how it was made.
+struct merged_run {
+  config cfg;
+  result res;
+  run_info info;
+};
+
+/// Checks the shards of one study (merged_state) and replays the study on their slots.
+/// partial_result::path names a shard in messages (its file, or "rank R" in kvq-mpi).
+inline merged_run merge_study(const study_def& def, const std::vector<const partial_result*>& shards,
+                              const std::string& command_line) {
+  shard_state st = merged_state(shards);
+  const json& d = shards.front()->data;
+  const std::string& where = shards.front()->path;
+  if (d["kvq_version"] != KVQ_VERSION_STRING)
+    throw usage_error("merge: " + where + " is from kvq " + d["kvq_version"].dump() + ", this is kvq " +
+                      KVQ_VERSION_STRING);
+  const std::uint64_t seed = d["seed"].get<std::uint64_t>();
+  const bool quick = d["quick"].get<bool>();
+  merged_run m{resolve(def, quick, seed, detail::overrides_of_grid(def, d["grid"], where)), result{}, run_info{}};
+  if (!detail::same_json(m.cfg.to_json(), d["grid"]))
+    throw usage_error("merge: " + where + ": grid does not resolve to itself (made by another kvq build?)");
+  context ctx{m.cfg, 1, nullptr, &st};
+  m.res = def.run(ctx);
+  if (st.next_call != st.calls.size())
+    throw usage_error("merge: " + where + " holds more phases than the study runs (made by another kvq build?)");
+  m.info.command = command_line;
+  m.info.seed = seed;
+  m.info.quick = quick;
+  double wall = 0;
+  std::string started;
+  for (const partial_result* p : shards) {
+    if (p->spec.index == 1) m.info.threads = p->data.value("threads", 0u);
+    const json t = p->data.value("timing", json::object());
+    wall += t.value("wall_seconds", 0.0);
+    const std::string s0 = t.value("started_utc", std::string());
+    if (started.empty() || s0 < started) started = s0;
+  }
+  m.info.started_utc = started;
+  m.info.wall_seconds = wall;
+  return m;
+}
+
 /// Merges the partial results in the directories into the files single runs write in
 /// out_dir (one set per study found). Everything is checked before anything is written;
 /// bad input raises usage_error. Returns the files written.
@@ -213,37 +256,8 @@ file_set merge_partials(const std::vector<std::string>& dirs, const std::string&
   for (const auto& g : by_study) {
     const study_def* def = find_study(g.first);
     if (!def) throw usage_error("merge: " + g.second.front()->path + " is from an unknown study '" + g.first + "'");
-    shard_state st = merged_state(g.second);
-    const json& d = g.second.front()->data;
-    if (d["kvq_version"] != KVQ_VERSION_STRING)
-      throw usage_error("merge: " + g.second.front()->path + " is from kvq " + d["kvq_version"].dump() +
-                        ", this is kvq " + KVQ_VERSION_STRING);
-    const std::uint64_t seed = d["seed"].get<std::uint64_t>();
-    const bool quick = d["quick"].get<bool>();
-    const config cfg = resolve(*def, quick, seed, detail::overrides_of_grid(*def, d["grid"], g.second.front()->path));
-    if (!detail::same_json(cfg.to_json(), d["grid"]))
-      throw usage_error("merge: " + g.second.front()->path + ": grid does not resolve to itself (made by another kvq build?)");
-    context ctx{cfg, 1, nullptr, &st};
-    const result r = def->run(ctx);
-    if (st.next_call != st.calls.size())
-      throw usage_error("merge: " + g.second.front()->path + " holds more phases than the study runs");
-    run_info info;
-    info.command = command_line;
-    info.seed = seed;
-    info.quick = quick;
-    info.threads = 0;
-    double wall = 0;
-    std::string started;
-    for (const partial_result* p : g.second) {
-      if (p->spec.index == 1) info.threads = p->data.value("threads", 0u);
-      const json t = p->data.value("timing", json::object());
-      wall += t.value("wall_seconds", 0.0);
-      const std::string s = t.value("started_utc", std::string());
-      if (started.empty() || s < started) started = s;
-    }
-    info.started_utc = started;
-    info.wall_seconds = wall;
-    for (auto& f : run_files(*def, cfg, r, info, out_dir)) files.push_back(std::move(f));
+    const merged_run m = merge_study(*def, g.second, command_line);
+    for (auto& f : run_files(*def, m.cfg, m.res, m.info, out_dir)) files.push_back(std::move(f));
   }
   check_out_dir(out_dir);
   write_files_atomic(files);

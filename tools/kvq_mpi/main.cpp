@@ -1,0 +1,158 @@
+// kvq-mpi — a study over MPI ranks:
+//
+//   mpirun -n N kvq-mpi study <name> [--quick] [--out DIR] [--threads T] [--seed S] [grid options]
+//
+// Rank r computes shard r+1 of N of the study's main phase (kvq/study/shard.hpp), exactly
+// as `kvq study <name> --shard r+1/N` would; rank 0 gathers the partial results in memory
+// (MPI_Gatherv of their JSON text), merges them as `kvq study merge` does, prints the
+// tables and writes the same CSVs as a single run (--threads is per rank). Bad input: one
+// line on stderr (from rank 0), exit status 2 on every rank, nothing written.
+#include "studies/registry.hpp"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <kvq/config.hpp>
+#include <kvq/study.hpp>
+
+namespace {
+
+using namespace kvq::study;
+
+const char* const kUsage =
+    "usage: mpirun -n N kvq-mpi study <name> [--quick] [--out DIR] [--threads T] [--seed S] [grid options]\n"
+    "  every rank computes its share of the study's tasks; rank 0 writes the files of a single run\n"
+    "  (kvq study <name> --help lists a study's grid options)\n";
+
+// Gathers every rank's text on rank 0 (empty elsewhere).
+std::vector<std::string> gather_texts(const std::string& mine, int rank, int size) {
+  if (mine.size() > 0x7fffffffu) throw std::runtime_error("partial result of rank " + std::to_string(rank) + " exceeds 2 GiB");
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(rank == 0 ? static_cast<std::size_t>(size) : 0u);
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::vector<int> displs;
+  std::vector<char> all;
+  if (rank == 0) {
+    long long total = 0;
+    for (int l : lens) {
+      displs.push_back(static_cast<int>(total));
+      total += l;
+    }
+    if (total > 0x7fffffffLL) throw std::runtime_error("partial results exceed 2 GiB in all");
+    all.resize(static_cast<std::size_t>(total));
+  }
+  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::vector<std::string> texts;
+  if (rank == 0)
+    for (int r = 0; r < size; ++r)
+      texts.emplace_back(all.data() + displs[static_cast<std::size_t>(r)],
+                         static_cast<std::size_t>(lens[static_cast<std::size_t>(r)]));
+  return texts;
+}
+
+int run(int argc, char** argv, int rank, int size) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::string command_line = "kvq-mpi";
+  for (const auto& a : args) command_line += " " + a;
+  if (args.size() < 2 || args[0] != "study") throw usage_error("expected: study <name> [options] (see --help)");
+  const study_def* def = find_study(args[1]);
+  if (!def) {
+    std::vector<std::string> names;
+    for (const auto& d : all_studies()) names.push_back(d.name);
+    throw usage_error("unknown study '" + args[1] + "' (allowed: " + join(names) + ")");
+  }
+  const run_request req = parse_run_request(*def, std::vector<std::string>(args.begin() + 2, args.end()));
+  if (req.help) {
+    if (rank == 0) std::fputs(study_help(*def, "mpirun -n N kvq-mpi study").c_str(), stdout);
+    return 0;
+  }
+  if (req.sharded) throw usage_error("--shard: kvq-mpi shards by rank (rank r computes shard r+1 of N); drop --shard");
+  const config cfg = resolve(*def, req.quick, req.seed, req.overrides);
+  // --out is checked on rank 0, which writes; every rank learns the outcome, so that no
+  // rank computes (or waits in the gather) for a run that cannot be written.
+  int out_ok = 1;
+  std::string out_problem;
+  if (rank == 0 && !req.out.empty()) {
+    try {
+      check_out_dir(req.out);
+    } catch (const usage_error& e) {
+      out_ok = 0;
+      out_problem = e.what();
+    }
+  }
+  MPI_Bcast(&out_ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!out_ok) throw usage_error(out_problem);
+
+  if (rank == 0) {
+    std::printf("kvq %s — study %s over %d MPI rank%s (seed %llu, %s grid, %u thread%s per rank)\n",
+                KVQ_VERSION_STRING, def->name.c_str(), size, size == 1 ? "" : "s",
+                static_cast<unsigned long long>(req.seed), req.quick ? "quick" : "full", req.threads,
+                req.threads == 1 ? "" : "s");
+    std::printf("grid: %s\n", cfg.describe().c_str());
+    std::fflush(stdout);
+  }
+  progress prog(def->name, rank == 0 && progress::stderr_is_terminal());
+  shard_state shard;
+  shard.spec.index = static_cast<unsigned>(rank) + 1;
+  shard.spec.count = static_cast<unsigned>(size);
+  const context ctx{cfg, req.threads, rank == 0 ? &prog : nullptr, &shard};
+  run_info info;
+  info.command = command_line;
+  info.seed = req.seed;
+  info.quick = req.quick;
+  info.threads = req.threads;
+  info.started_utc = utc_now();
+  const double t0 = MPI_Wtime();
+  def->run(ctx);
+  info.wall_seconds = MPI_Wtime() - t0;
+  if (rank == 0) prog.finish();
+
+  const std::vector<std::string> texts = gather_texts(dump_json(partial_json(*def, cfg, shard, info), -1), rank, size);
+  if (rank != 0) return 0;
+  std::vector<partial_result> parts(texts.size());
+  std::vector<const partial_result*> ptrs;
+  for (std::size_t r = 0; r < texts.size(); ++r) {
+    parts[r].path = "rank " + std::to_string(r);
+    parts[r].data = json::parse(texts[r]);
+    parts[r].spec.index = static_cast<unsigned>(r) + 1;
+    parts[r].spec.count = static_cast<unsigned>(size);
+    ptrs.push_back(&parts[r]);
+  }
+  merged_run m = merge_study(*def, ptrs, command_line);
+  // The run as a whole: its own command, start and wall time (not the sum over ranks).
+  m.info = info;
+  m.info.wall_seconds = MPI_Wtime() - t0;
+  print_and_write(*def, m.cfg, m.res, m.info, req.out);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int rc = 0;
+  if (argc >= 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    if (rank == 0) std::fputs(kUsage, stdout);
+  } else {
+    try {
+      rc = run(argc, argv, rank, size);
+    } catch (const usage_error& e) {
+      // Every rank parses the same command line, so every rank stops here.
+      if (rank == 0) std::fprintf(stderr, "kvq-mpi: %s\n", e.what());
+      rc = 2;
+    } catch (const std::exception& e) {
+      // One rank failed while the others may wait in the gather: stop them all.
+      std::fprintf(stderr, "kvq-mpi: rank %d: error: %s\n", rank, e.what());
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+  }
+  MPI_Finalize();
+  return rc;
+}
