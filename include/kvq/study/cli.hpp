@@ -1,7 +1,11 @@
 // kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
 // standalone study program take it (parsed with CLI11):
 //
-//   [--quick] [--out DIR] [--threads N] [--seed S] [--GRIDPARAM v1,v2,...] [--help]
+//   [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
+//
+// With --shard I/N the run computes only shard I of the study's main phase and writes
+// its partial result DIR/<study>.shard-I-of-N.json instead of the tables (shard.hpp,
+// merge.hpp).
 //
 // Bad input raises usage_error (one line naming the problem and the allowed values)
 // before anything is created or written; the caller prints it and exits with status 2.
