@@ -83,9 +83,14 @@ struct fp8_per_tensor {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes, scale_type*,
-                             float*) const noexcept {
-    codes[0] = kvq::encode<element_format>(Instr::div(In::load(x[0]), p.scale), rounding::nearest_even,
-                                           overflow::satfinite);
+                             float*, block_trace* trace = nullptr) const noexcept {
+    const float scaled = Instr::div(In::load(x[0]), p.scale);
+    if (trace) {  // one element per block: the tensor scale is the divisor
+      const float v = In::load(x[0]);
+      *trace = {detail::abs_bits(v), p.scale, p.scale, trace->scaled};
+      if (trace->scaled) trace->scaled[0] = scaled;
+    }
+    codes[0] = kvq::encode<element_format>(scaled, rounding::nearest_even, overflow::satfinite);
   }
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type, float, const params& p, float* out) const noexcept {
     out[0] = kvq::decode<element_format, float>(codes[0]) * p.scale;
@@ -121,14 +126,17 @@ struct per_token_head {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
-                             float*) const noexcept {
+                             float*, block_trace* trace = nullptr) const noexcept {
     const float amax = block_amax<In>(x, head_dim, amax_nan::ignore);
-    const float s = detail::fmax_ign(Instr::div(amax, quant_max), 1e-6f);
+    const float unrounded = Instr::div(amax, quant_max);
+    const float s = detail::fmax_ign(unrounded, 1e-6f);
     *scale = s;
     const float inv = Instr::div(1.0f, s);
+    if (trace) *trace = {amax, unrounded, inv, trace->scaled};
     for (std::size_t i = 0; i < head_dim; ++i) {
       float v = In::load(x[i]) * inv;
       if (!detail::is_nan(v)) v = v < quant_min ? quant_min : (v > quant_max ? quant_max : v);
+      if (trace && trace->scaled) trace->scaled[i] = v;
       if (is_int8) {
         codes[i] = static_cast<std::uint8_t>(static_cast<std::int8_t>(detail::cvt_rzi_s32(v)));
       } else {

@@ -115,19 +115,43 @@ struct mx_recipe {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
-                             float* /*zero*/) const noexcept {
+                             float* /*zero*/, block_trace* trace = nullptr) const noexcept {
     const float amax = block_amax<In>(x, 32, NanRule);
     const std::uint8_t e = scale_for(amax);
     *scale = e;
     const float inv = inverse_of(e);
+    if (trace) *trace = {amax, unrounded_scale(amax), inv, trace->scaled};
+    float* scaled = trace ? trace->scaled : nullptr;
     if (storage_bits == 4) {
       for (int i = 0; i < 16; ++i) {
-        codes[i] = static_cast<std::uint8_t>(elem4(In::load(x[2 * i]) * inv) | (elem4(In::load(x[2 * i + 1]) * inv) << 4));
+        const float a = In::load(x[2 * i]) * inv;
+        const float b = In::load(x[2 * i + 1]) * inv;
+        if (scaled) {
+          scaled[2 * i] = a;
+          scaled[2 * i + 1] = b;
+        }
+        codes[i] = static_cast<std::uint8_t>(elem4(a) | (elem4(b) << 4));
       }
     } else {
-      for (int i = 0; i < 32; ++i)
-        codes[i] = kvq::encode<element_format>(In::load(x[i]) * inv, ElemRounding, overflow::satfinite);
+      for (int i = 0; i < 32; ++i) {
+        const float a = In::load(x[i]) * inv;
+        if (scaled) scaled[i] = a;
+        codes[i] = kvq::encode<element_format>(a, ElemRounding, overflow::satfinite);
+      }
     }
+  }
+
+  /// The fp32 value whose power of two is the scale (for explanations only): rceil casts
+  /// amax / max_finite up to ue8m0; floor takes the exponent of amax less emax, i.e. the
+  /// exponent of amax * 2^-emax (exact: a power-of-two multiply, floored by the cast).
+  KVQ_HD static float unrounded_scale(float amax) noexcept {
+    if (Rule == mx_scale_rule::floor) {
+      float m = amax;
+      for (int i = 0; i < elem_emax; ++i) m = m * 0.5f;
+      return m;
+    }
+    const float inv_max = static_cast<float>(1.0 / element_format::max_finite());
+    return amax * inv_max;
   }
 
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params&,

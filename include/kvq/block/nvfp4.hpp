@@ -84,12 +84,18 @@ KVQ_HD inline std::uint8_t e4m3_rn_sat(float v) noexcept {
   return kvq::encode<fmt::e4m3>(v, rounding::nearest_even, overflow::satfinite);
 }
 /// Write 16 e2m1 codes of x_i * s into 8 bytes, element 2i in the low nibble.
+/// `scaled` (16 floats, may be null) receives the products that were cast.
 template <class In>
-KVQ_HD inline void store_e2m1_scaled(const typename In::storage* x, float s, std::uint8_t* out) noexcept {
+KVQ_HD inline void store_e2m1_scaled(const typename In::storage* x, float s, std::uint8_t* out,
+                                     float* scaled = nullptr) noexcept {
   for (int i = 0; i < 8; ++i) {
-    const std::uint8_t lo = e2m1_rn(In::load(x[2 * i]) * s);
-    const std::uint8_t hi = e2m1_rn(In::load(x[2 * i + 1]) * s);
-    out[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+    const float a = In::load(x[2 * i]) * s;
+    const float b = In::load(x[2 * i + 1]) * s;
+    if (scaled) {
+      scaled[2 * i] = a;
+      scaled[2 * i + 1] = b;
+    }
+    out[i] = static_cast<std::uint8_t>(e2m1_rn(a) | (e2m1_rn(b) << 4));
   }
 }
 
@@ -151,10 +157,11 @@ struct nvfp4_te : nvfp4_layout {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
-                             scale_type* scale, float* /*zero*/) const noexcept {
+                             scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
     const float bamax = block_amax<In>(x, 16, amax_nan::ignore);
     const float fp4_max_inv = 1.0f / 6.0f;  // constexpr in TE
-    const std::uint8_t sf = detail::e4m3_rn_sat(bamax * (p.s_enc * fp4_max_inv));
+    const float unrounded = bamax * (p.s_enc * fp4_max_inv);
+    const std::uint8_t sf = detail::e4m3_rn_sat(unrounded);
     const float sff = detail::e4m3_value(sf);
     float inv;
     if (inverse == inverse_rule::rcp_of_product) {
@@ -164,7 +171,8 @@ struct nvfp4_te : nvfp4_layout {
       inv = p.s_enc / sff;
     }
     *scale = sf;
-    detail::store_e2m1_scaled<In>(x, inv, codes);
+    if (trace) *trace = {bamax, unrounded, inv, trace->scaled};
+    detail::store_e2m1_scaled<In>(x, inv, codes, trace ? trace->scaled : nullptr);
   }
 
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params& p,
@@ -197,8 +205,10 @@ struct nvfp4_vllm : nvfp4_layout {
   KVQ_HD static params prepare(float k_scale) noexcept { return {1.0f / k_scale, k_scale}; }
 
   /// One candidate block scale: nvfp4_candidate_scale / the NVFP4 branch of cvt_warp_fp16_to_fp4.
-  KVQ_HD static void candidate(float gs, float vmax, float denominator, std::uint8_t* sf, float* output_scale) noexcept {
+  KVQ_HD static void candidate(float gs, float vmax, float denominator, std::uint8_t* sf, float* output_scale,
+                               float* unrounded = nullptr) noexcept {
     const float sf_value = gs * (vmax * Instr::rcp(denominator));
+    if (unrounded) *unrounded = sf_value;
     *sf = detail::e4m3_rn_sat(sf_value);
     const float sff = detail::e4m3_value(*sf);
     *output_scale = sff != 0.0f ? Instr::rcp(sff * Instr::rcp(gs)) : 0.0f;
@@ -206,11 +216,12 @@ struct nvfp4_vllm : nvfp4_layout {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
-                             scale_type* scale, float* /*zero*/) const noexcept {
+                             scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
     const float vmax = block_amax<In>(x, 16, amax_nan::ignore_unless_all);
-    float os;
-    candidate(p.global_scale, vmax, 6.0f, scale, &os);
-    detail::store_e2m1_scaled<In>(x, os, codes);
+    float os, unrounded;
+    candidate(p.global_scale, vmax, 6.0f, scale, &os, &unrounded);
+    if (trace) *trace = {vmax, unrounded, os, trace->scaled};
+    detail::store_e2m1_scaled<In>(x, os, codes, trace ? trace->scaled : nullptr);
   }
 
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params& p,
@@ -272,17 +283,18 @@ struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
-                             scale_type* scale, float* /*zero*/) const noexcept {
+                             scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
     const float vmax = block_amax<In>(x, 16, amax_nan::ignore_unless_all);
     std::uint8_t sf6 = 0, sf4 = 0;
-    float os6 = 0.0f, os4 = 0.0f;
-    base::candidate(p.global_scale, vmax, 6.0f, &sf6, &os6);
-    base::candidate(p.global_scale, vmax, 4.0f, &sf4, &os4);
+    float os6 = 0.0f, os4 = 0.0f, un6 = 0.0f, un4 = 0.0f;
+    base::candidate(p.global_scale, vmax, 6.0f, &sf6, &os6, &un6);
+    base::candidate(p.global_scale, vmax, 4.0f, &sf4, &os4, &un4);
     const float err6 = reconstruction_error<In>(x, os6);
     const float err4 = reconstruction_error<In>(x, os4);
     const bool use4 = err4 < err6;
     *scale = use4 ? sf4 : sf6;
-    detail::store_e2m1_scaled<In>(x, use4 ? os4 : os6, codes);
+    if (trace) *trace = {vmax, use4 ? un4 : un6, use4 ? os4 : os6, trace->scaled};  // the chosen candidate
+    detail::store_e2m1_scaled<In>(x, use4 ? os4 : os6, codes, trace ? trace->scaled : nullptr);
   }
 };
 
@@ -308,23 +320,31 @@ struct nvfp4_torchao_recipe : nvfp4_layout {
 
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
-                             scale_type* scale, float* /*zero*/) const noexcept {
+                             scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
     const float e4m3_eps = 0.015625f;  // torch.finfo(float8_e4m3fn).tiny
     const float max_abs = block_amax<In>(x, 16, amax_nan::propagate);
     const float inv6 = 1.0f / 6.0f;
     const float block_scale = max_abs * inv6;
-    float total;
+    float total, unrounded;
     if (TwoLevel) {
       const float sbs = block_scale / p.per_tensor_scale;
-      *scale = detail::e4m3_rn_sat(detail::torch_clamp(sbs, e4m3_eps, 448.0f));
+      unrounded = detail::torch_clamp(sbs, e4m3_eps, 448.0f);
+      *scale = detail::e4m3_rn_sat(unrounded);
       total = p.per_tensor_scale * detail::e4m3_value(*scale);
     } else {
-      *scale = detail::e4m3_rn_sat(detail::torch_clamp(block_scale, e4m3_eps, 448.0f));
+      unrounded = detail::torch_clamp(block_scale, e4m3_eps, 448.0f);
+      *scale = detail::e4m3_rn_sat(unrounded);
       total = detail::e4m3_value(*scale);
     }
+    // torchao divides: `inverse` records the divisor.
+    if (trace) *trace = {max_abs, unrounded, total, trace->scaled};
     for (int i = 0; i < 8; ++i) {
       const float a = detail::torch_clamp(In::load(x[2 * i]) / total, -6.0f, 6.0f);
       const float b = detail::torch_clamp(In::load(x[2 * i + 1]) / total, -6.0f, 6.0f);
+      if (trace && trace->scaled) {
+        trace->scaled[2 * i] = a;
+        trace->scaled[2 * i + 1] = b;
+      }
       codes[i] = static_cast<std::uint8_t>(detail::e2m1_rn(a) | (detail::e2m1_rn(b) << 4));
     }
   }

@@ -12,7 +12,9 @@
 //   block_size()                    elements per block (a constant, or a runtime
 //                                   field for per-token-head / KIVI groups)
 //   prepare(tensor_value)           the tensor-level stage: encode-side constants
-//   quantize_block(x, params, codes, scale, zero)   one block, KVQ_HD, no allocation
+//   quantize_block(x, params, codes, scale, zero[, trace])   one block, KVQ_HD, no
+//                                   allocation; trace (block_trace*, may be null)
+//                                   records the intermediate values
 //   dequantize_block(codes, scale, zero, params, out)
 // The recipes themselves live in nvfp4.hpp, mx.hpp, fp8_kv.hpp, int_group.hpp; each
 // documents its reference file, its exact operation order and its bad-input
@@ -49,6 +51,19 @@ inline constexpr const char* to_string(tensor_kind k) noexcept {
 inline constexpr const char* to_string(exactness e) noexcept {
   return e == exactness::bit_exact ? "bit_exact" : "needs_instruction_model";
 }
+
+/// What a recipe computed for one block on its way to the stored bits, for the
+/// verifier's mismatch explanations (kvq/verify/explain.hpp). quantize_block takes an
+/// optional pointer to one; when it is given the recipe records its intermediate
+/// values here without changing a single output bit (the recorded `scaled` values are
+/// the very floats that went into the element cast).
+struct block_trace {
+  float amax = 0.0f;             ///< the block amax as the recipe computed it
+  float unrounded_scale = 0.0f;  ///< the fp32 value the recipe cast to its scale format
+                                 ///< (the stored fp32 scale for float-scale recipes)
+  float inverse = 0.0f;          ///< the multiplier (or divisor) applied to the elements
+  float* scaled = nullptr;       ///< block_size() floats, or null: the element before its cast
+};
 
 /// How the tensor-level value reaches the quantizer: computed from the data being
 /// quantized (TE's amax, torchao's per_tensor_amax_to_scale, vLLM's first-batch
