@@ -2,8 +2,12 @@
 // work is the verify layer's npy_verify / npy_make_example (kvq/verify/npy_verify.hpp).
 //
 //   PROG --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [--tensor-value V]
+//        [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]
 //        [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]
-//   PROG --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]
+//   PROG --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S] [--scale-layout L]
+//
+// --dump writes one CSV row per mismatching element of a block scheme
+// (kvq/verify/explain.hpp: write_mismatch_csv, atomic), a header only when all match.
 //   PROG --list-schemes | --help
 //
 // Exit status: 0 match, 1 mismatch, 2 bad usage or input (one line on stderr).
@@ -24,13 +28,19 @@ namespace kvq::cli {
 
 inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
   os << "usage: " << prog << " --scheme NAME --input X.npy --codes C.npy [--scales S.npy]\n"
-     << "         [--tensor-value V] [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
+     << "         [--tensor-value V] [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]\n"
+     << "         [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
      << "       " << prog << " --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
+     << "         [--scale-layout rowmajor|swizzled128x4]\n"
      << "       " << prog << " --list-schemes | --help\n"
      << "Quantizes X with kvq's scheme NAME (an element format such as e4m3, or a registry scheme\n"
      << "such as nvfp4_te) and compares the result with the codes (and block scales) bit for bit.\n"
      << "--rounding/--overflow apply to element formats, --tensor-value to block schemes with a\n"
      << "tensor value (default: the scheme's rule, e.g. 1.0 for fp8_e4m3, else computed from X).\n"
+     << "--scale-layout swizzled128x4 reads uint8 block scales in cuBLAS/TransformerEngine's 128x4\n"
+     << "tiles. Block-scheme mismatches are explained and classed: scale (the block's scale differs;\n"
+     << "its codes count under it), element (same scale, other code), nan (NaN bits only);\n"
+     << "--dump FILE writes every mismatching element as CSV.\n"
      << "Exit status: 0 match, 1 mismatch, 2 bad usage or input.\n";
 }
 
@@ -44,7 +54,7 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     app.set_help_flag();
     bool help = false, list = false;
     v::npy_verify_request req;
-    std::string scheme, make_dir, tensor_value, rounding, overflow, max_report, rows_s, cols_s, seed_s;
+    std::string scheme, make_dir, tensor_value, rounding, overflow, max_report, rows_s, cols_s, seed_s, layout_s, dump;
     app.add_flag("-h,--help", help);
     app.add_flag("--list-schemes", list);
     CLI::Option* o_scheme = app.add_option("--scheme", scheme);
@@ -59,6 +69,8 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     CLI::Option* o_rows = app.add_option("--rows", rows_s);
     CLI::Option* o_cols = app.add_option("--cols", cols_s);
     CLI::Option* o_seed = app.add_option("--seed", seed_s);
+    CLI::Option* o_layout = app.add_option("--scale-layout", layout_s);
+    CLI::Option* o_dump = app.add_option("--dump", dump);
     std::vector<std::string> args;
     for (int i = argc - 1; i >= 1; --i) args.push_back(argv[i] ? argv[i] : "");
     try {
@@ -83,6 +95,7 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     }
     if (o_round->count()) req.r = v::detail::parse_rounding(rounding);
     if (o_over->count()) req.o = v::detail::parse_overflow(overflow);
+    if (o_layout->count()) req.layout = v::parse_scale_layout(layout_s);
     if (o_max->count()) req.max_listed = v::detail::parse_count("--max-report", max_report, 0, 1000000);
     std::size_t rows = 8, cols = 64;
     std::uint64_t seed = 1;
@@ -95,13 +108,18 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     if (o_make->count()) {
       if (make_dir.empty()) throw std::invalid_argument("--make-example: empty directory name");
       if (rows * cols > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
-      const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed);
+      if (o_dump->count()) throw std::invalid_argument("--dump applies to verifying, not to --make-example");
+      const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed, req.layout);
       out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";
       return 0;
     }
     if (!o_scheme->count()) throw std::invalid_argument("--scheme is required (see --list-schemes)");
     if (req.input.empty()) throw std::invalid_argument("--input is required");
     if (req.codes.empty()) throw std::invalid_argument("--codes is required");
+    if (o_dump->count()) {
+      if (dump.empty()) throw std::invalid_argument("--dump: empty file name");
+      if (!s.block) throw std::invalid_argument("--dump explains block schemes; " + s.name + " is element-wise");
+    }
     const v::npy_verify_result res = v::npy_verify(req);
     out << "scheme " << res.scheme;
     if (!s.block) out << " (rounding " << to_string(req.r) << ", overflow " << to_string(req.o) << ")";
@@ -114,6 +132,11 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     }
     v::print(out, res.codes, res.shape);
     if (res.has_scales) v::print(out, res.scales, res.scale_shape);
+    if (res.has_explanation) v::print(out, res.explained, req.max_listed);
+    if (o_dump->count()) {
+      v::write_mismatch_csv(dump, res.explained);  // empty explanation: the header only
+      out << "wrote " << res.explained.elements_listed.size() << " mismatching elements to " << dump << "\n";
+    }
     out << (res.ok() ? "MATCH" : "MISMATCH") << "\n";
     return res.ok() ? 0 : 1;
   } catch (const std::exception& e) {

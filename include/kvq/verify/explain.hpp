@@ -100,6 +100,8 @@ template <class S>
 float decode_scale(typename S::scale_type s) noexcept {
   if constexpr (std::is_same<typename S::scale_type, float>::value) {
     return s;
+  } else if constexpr (S::scale_bytes == 0) {
+    return static_cast<float>(s) * 0.0f;  // no block scales (fp8 per-tensor): unused
   } else {
     return kvq::decode<typename S::scale_format, float>(s);
   }

@@ -247,6 +247,9 @@ class dict_parser {
     if (d == "<f2") return dtype::f16;
     if (d == "<u2") return dtype::u16;
     if (d == "|u1" || d == "<u1") return dtype::u8;
+    if (d == "|i1" || d == "<i1")  // a torch.int8 / np.int8 buffer of codes or scale bytes
+      fail("dtype '" + d + "' (signed int8) is not supported: codes and scales are unsigned bytes; pass "
+           ".view(torch.uint8) (PyTorch) or .view(np.uint8) (NumPy) before saving");
     if (!d.empty() && (d[0] == '>' || d[0] == '=' || d[0] == '!'))
       fail("dtype '" + d + "': only little-endian ('<') data is supported");
     fail("dtype '" + d + "' is not supported (supported: <f4, <f2, <u2 for bfloat16 bits, |u1)");

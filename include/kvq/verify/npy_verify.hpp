@@ -3,7 +3,8 @@
 // quantize the input with a named kvq scheme, compare bit for bit and print a
 // mismatch report.
 //
-//   kvq-npy-verify --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [options]
+//   kvq-npy-verify --scheme NAME --input X.npy --codes C.npy [--scales S.npy]
+//                  [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv] [options]
 //   kvq-npy-verify --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]
 //   kvq-npy-verify --list-schemes | --help
 //
@@ -21,7 +22,16 @@
 //           per byte. The layout is recognised from the byte count.
 //   scales  block schemes with block scales: one per block of consecutive elements of
 //           the flattened input, row-major: '|u1' scale codes (NVFP4: e4m3, MX: ue8m0)
-//           or '<f4' (fp8_per_token_head).
+//           or '<f4' (fp8_per_token_head). With --scale-layout swizzled128x4 the uint8
+//           scales are cuBLAS / TransformerEngine's 128x4 tiles (kvq/verify/scale_layout.hpp)
+//           of the rows x blocks-per-row scale matrix, padded, any shape.
+//   Signed bytes ('|i1', a torch.int8 or np.int8 view) are rejected: pass
+//   .view(torch.uint8) / .view(np.uint8).
+//
+// When a block scheme differs, the result also explains every mismatch
+// (kvq/verify/explain.hpp): block, block amax, the scale before and after rounding on
+// both sides, the scaled element, both codes, and the class scale / element / nan
+// (code mismatches in a block whose scale differs count under that scale).
 //
 // Element schemes (kvq::encode; --rounding rn|rz|ru|rd|rna, --overflow satfinite|nosat):
 //   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0
@@ -55,8 +65,10 @@
 #include <kvq/format/formats.hpp>
 #include <kvq/format/policy.hpp>
 #include <kvq/verify/compare.hpp>
+#include <kvq/verify/explain.hpp>
 #include <kvq/verify/generators.hpp>
 #include <kvq/verify/npy.hpp>
+#include <kvq/verify/scale_layout.hpp>
 
 namespace kvq::verify {
 
@@ -68,6 +80,10 @@ struct npy_verify_request {
   bool has_tensor_value = false;        // block schemes with a tensor value: given, not computed
   float tensor_value = 1.0f;
   std::size_t max_listed = 10;
+  // Where the scales file keeps its uint8 block scales (kvq/verify/scale_layout.hpp):
+  // row-major, or cuBLAS / TransformerEngine's swizzled 128x4 tiles of the scale matrix
+  // (rows = the input's rows, columns = blocks per row), un-swizzled before comparing.
+  scale_layout layout = scale_layout::row_major;
 };
 
 struct npy_verify_result {
@@ -80,6 +96,10 @@ struct npy_verify_result {
   bool has_tensor_value = false;  // the scheme has a tensor value ...
   bool tensor_value_given = false;
   float tensor_value = 0.0f;      // ... and this is the one used
+  // Block schemes with a difference: every mismatch explained and classified
+  // (kvq/verify/explain.hpp: block, amax, scales before and after rounding, scaled element).
+  bool has_explanation = false;
+  explanation explained;
   bool ok() const { return codes.ok() && (!has_scales || scales.ok()); }
 };
 
@@ -233,6 +253,36 @@ quantized block_quantize_as(const S& s, const typename In::storage* x, std::size
   return q;
 }
 
+// Explains the mismatches of a block scheme (kvq/verify/explain.hpp): the kernel's codes
+// one per element (unpacked when the file is packed), its scales row-major.
+template <class S>
+void explain_into(const scheme_io& io, npy_verify_result& res, const typename S::scale_type* got_scales) {
+  namespace b = kvq::block;
+  S s{};
+  block_of(s, *io.input);
+  const std::size_t n = io.x.size();
+  const std::vector<std::size_t>& sh = io.input->shape;
+  std::size_t row_len = sh.empty() ? n : sh.back();
+  if (row_len == 0 || row_len % s.block_size() != 0) row_len = 0;  // blocks run across rows: one row
+  std::vector<std::uint8_t> got = io.codes->as_u8();
+  if (S::storage_bits == 4 && got.size() != n) got = unpack4(got, n);
+  const npy_verify_request& req = *io.req;
+  const auto reg = kvq::kv::registry::global().lookup(res.scheme);
+  const b::tensor_value tv = req.has_tensor_value ? b::tensor_value::given(req.tensor_value)
+                             : (reg && reg->rule == kvq::kv::tensor_rule::unit) ? b::tensor_value::given(1.0f)
+                                                                                : b::tensor_value::computed();
+  if (io.input->type == npy::dtype::f32) {
+    res.explained = explain<S, b::f32_input>(s, io.x.data(), n, row_len, tv, got.data(), got_scales);
+  } else {
+    const std::vector<std::uint16_t> h = io.input->as_u16();
+    res.explained = io.input->type == npy::dtype::f16
+                        ? explain<S, b::fp16_input>(s, h.data(), n, row_len, tv, got.data(), got_scales)
+                        : explain<S, b::bf16_input>(s, h.data(), n, row_len, tv, got.data(), got_scales);
+  }
+  res.explained.scheme = res.scheme;
+  res.has_explanation = true;
+}
+
 template <class S>
 scheme_entry block_entry(const std::string& name, const std::string& what, kvq::kv::tensor_rule rule) {
   using E = typename S::element_format;
@@ -284,25 +334,41 @@ scheme_entry block_entry(const std::string& name, const std::string& what, kvq::
         if (io.scales->type != npy::dtype::f32)
           throw std::invalid_argument("scales file '" + io.req->scales + "' is " + npy::name(io.scales->type) +
                                       "; scheme " + e.name + " has float32 scales");
+        if (io.req->layout != scale_layout::row_major)
+          throw std::invalid_argument("--scale-layout applies to uint8 block scales; scheme " + e.name +
+                                      " has float32 scales (row-major only)");
         const std::vector<float> got = io.scales->to_float();
         if (got.size() != q.blocks)
           throw std::invalid_argument("scales file '" + io.req->scales + "' holds " + std::to_string(got.size()) +
                                       " scales; " + std::to_string(q.blocks) + " blocks expected");
         res.scales = compare(q.scale_floats.data(), got.data(), q.blocks, "scales (float32)", float_decoder{},
                              nullptr, io.req->max_listed);
+        if (!res.ok()) explain_into<S>(io, res, got.data());
       } else {
         using SF = typename S::scale_format;
         if (io.scales->type != npy::dtype::u8)
           throw std::invalid_argument("scales file '" + io.req->scales + "' is " + npy::name(io.scales->type) +
                                       "; scheme " + e.name + " has uint8 scale codes");
-        const std::vector<std::uint8_t> got = io.scales->as_u8();
+        std::vector<std::uint8_t> got = io.scales->as_u8();
+        if (io.req->layout == scale_layout::swizzled128x4) {
+          const std::size_t row_len = sh.empty() ? n : sh.back();
+          if (row_len % bs != 0)
+            throw std::invalid_argument("--scale-layout swizzled128x4: rows of " + std::to_string(row_len) +
+                                        " elements do not hold whole blocks of " + std::to_string(bs));
+          got = unswizzle_scales(got, n / row_len, row_len / bs);
+        }
         if (got.size() != q.blocks)
           throw std::invalid_argument("scales file '" + io.req->scales + "' holds " + std::to_string(got.size()) +
                                       " scales; " + std::to_string(q.blocks) + " blocks expected");
         res.scales = compare(q.scale_bytes.data(), got.data(), q.blocks,
                              std::string("scales (") + format_name<SF>() + ")", code_decoder<SF>{}, nullptr,
                              io.req->max_listed);
+        if (!res.ok()) explain_into<S>(io, res, got.data());
       }
+    } else {
+      if (io.req->layout != scale_layout::row_major)
+        throw std::invalid_argument("--scale-layout applies to uint8 block scales; scheme " + e.name + " has none");
+      if (!res.ok()) explain_into<S>(io, res, nullptr);
     }
     return res;
   };
@@ -428,14 +494,20 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
 // counter-based random values over a wide range), DIR/codes.npy (kvq's codes; 4-bit
 // codes packed two per byte) and, for schemes with block scales, DIR/scales.npy.
 // Returns the command line that verifies them (without the program name).
+// layout: how DIR/scales.npy keeps uint8 block scales (swizzled128x4: a flat buffer of
+// the padded 128x4 tiles, kvq/verify/scale_layout.hpp).
 inline std::string npy_make_example(const std::string& dir, const std::string& scheme, std::size_t rows = 8,
-                                    std::size_t cols = 64, std::uint64_t seed = 1) {
+                                    std::size_t cols = 64, std::uint64_t seed = 1,
+                                    scale_layout layout = scale_layout::row_major) {
   const detail::scheme_entry& s = detail::require_scheme(scheme);
   if (rows == 0 || cols == 0) throw std::invalid_argument("--rows and --cols must be positive");
   if (s.element_bits == 4 && cols % 2 != 0) throw std::invalid_argument("--cols must be even for 4-bit codes");
   if (s.fixed_block > 1 && cols % s.fixed_block != 0)
     throw std::invalid_argument("--cols " + std::to_string(cols) + " is not a multiple of the block size " +
                                 std::to_string(s.fixed_block) + " of scheme " + s.name);
+  if (layout != scale_layout::row_major && (!s.has_scales || s.fixed_block == 0))
+    throw std::invalid_argument("--scale-layout " + std::string(to_string(layout)) + " applies to uint8 block scales; scheme " +
+                                s.name + " has none");
   const std::size_t n = rows * cols;
   std::vector<float> x = s.edge_cases();
   // Block schemes: NaN, Inf and huge inputs would own whole blocks (or the tensor
@@ -469,9 +541,12 @@ inline std::string npy_make_example(const std::string& dir, const std::string& s
     const std::size_t per_row = q.blocks / rows;
     if (q.float_scales)
       npy::write(path("scales.npy"), npy::from_floats({rows, per_row}, q.scale_floats));
+    else if (layout == scale_layout::swizzled128x4)
+      npy::write(path("scales.npy"), npy::from_u8({swizzled_size(rows, per_row)}, swizzle_scales(q.scale_bytes, rows, per_row)));
     else
       npy::write(path("scales.npy"), npy::from_u8({rows, per_row}, q.scale_bytes));
     cmd += " --scales " + path("scales.npy");
+    if (layout != scale_layout::row_major) cmd += std::string(" --scale-layout ") + to_string(layout);
   }
   return cmd;
 }
