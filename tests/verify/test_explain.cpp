@@ -440,3 +440,39 @@ TEST_CASE("explain: a signed-byte (|i1) codes file is rejected with the .view(ui
   CHECK(r.err.find(".view(np.uint8)") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("explain: NaN codes that differ only in the sign bit are class nan", "[verify][explain]") {
+  // MXFP8 E4M3 (floor): a NaN element makes the block amax NaN, the scale 0xFF and every
+  // code of the block a NaN. A kernel storing the other NaN (0xFF for 0x7F) differs in
+  // bits only; one ordinary code changed in another block is an element error.
+  using S = kvq::block::mx_floor<kvq::fmt::e4m3>;
+  std::vector<float> x = noise(64, 3.0f, 9);
+  x[5] = std::nanf("");
+  std::vector<std::uint8_t> codes(64), scales(2);
+  kvq::block::quantize(S{}, x.data(), x.size(), tensor_value::computed(), codes.data(), codes.size(), scales.data(),
+                       scales.size());
+  REQUIRE(scales[0] == 0xFF);
+  std::vector<std::uint8_t> kernel = codes;
+  std::size_t flipped = 0;
+  for (std::size_t i = 0; i < 32; ++i)
+    if ((codes[i] & 0x7F) == 0x7F && i % 3 == 0) {
+      kernel[i] = static_cast<std::uint8_t>(codes[i] ^ 0x80);
+      ++flipped;
+    }
+  REQUIRE(flipped > 0);
+  kernel[40] = static_cast<std::uint8_t>(kernel[40] ^ 0x01);
+  const explanation e = explain(S{}, x.data(), x.size(), 64, tensor_value::computed(), kernel.data(), scales.data());
+  CHECK(e.nan_codes == flipped);
+  CHECK(e.element_errors == 1);
+  CHECK(e.scale_blocks == 0);
+  for (const element_mismatch& m : e.elements_listed)
+    CHECK(m.cls == (m.index == 40 ? mismatch_class::element : mismatch_class::nan));
+  // both NaN scale codes (0xFF vs another NaN bit pattern) do not exist in ue8m0; a
+  // different scale in block 1 makes its code mismatches consequences
+  std::vector<std::uint8_t> sc2 = scales;
+  sc2[1] = static_cast<std::uint8_t>(scales[1] + 1);
+  const explanation e2 = explain(S{}, x.data(), x.size(), 64, tensor_value::computed(), kernel.data(), sc2.data());
+  CHECK(e2.scale_blocks == 1);
+  CHECK(e2.scale_consequences == 1);  // element 40 now counts under the scale
+  CHECK(e2.element_errors == 0);
+}
