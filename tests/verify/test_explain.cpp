@@ -215,7 +215,8 @@ TEST_CASE("explain (a): bamax/6*S_enc instead of bamax*(S_enc*(1/6)) is a scale 
       CHECK(m.scaled == x[m.index] * std::fmin(1.0f / (352.0f * (1.0f / s_enc)), 3.40282347e38f));
       CHECK(m.want_code == good.codes[m.index]);
       CHECK(m.got_code == bad.codes[m.index]);
-      CHECK(m.want_value == static_cast<float>((good.codes[m.index] & 8 ? -1 : 1) * e2m1_values[good.codes[m.index] & 7]));
+      const std::uint8_t c = good.codes[m.index];
+      CHECK(m.want_value == static_cast<float>((c & 8 ? -1 : 1) * e2m1_values[c & 7]));
     }
 }
 

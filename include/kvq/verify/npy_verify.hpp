@@ -352,7 +352,7 @@ scheme_entry block_entry(const std::string& name, const std::string& what, kvq::
         std::vector<std::uint8_t> got = io.scales->as_u8();
         if (io.req->layout == scale_layout::swizzled128x4) {
           const std::size_t row_len = sh.empty() ? n : sh.back();
-          if (row_len % bs != 0)
+          if (row_len == 0 || row_len % bs != 0)
             throw std::invalid_argument("--scale-layout swizzled128x4: rows of " + std::to_string(row_len) +
                                         " elements do not hold whole blocks of " + std::to_string(bs));
           got = unswizzle_scales(got, n / row_len, row_len / bs);
@@ -474,6 +474,9 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
   const detail::scheme_entry& s = detail::require_scheme(req.scheme);
   if (!s.has_scales && !req.scales.empty())
     throw std::invalid_argument("scheme " + s.name + " has no block scales; drop --scales");
+  if (!s.has_scales && req.layout != scale_layout::row_major)
+    throw std::invalid_argument("scheme " + s.name +
+                                " has no block scales; --scale-layout applies to uint8 block scales");
   if (!s.block && req.has_tensor_value)
     throw std::invalid_argument("scheme " + s.name + " is element-wise; --tensor-value applies to block schemes");
   const npy::array in = npy::read(req.input);
@@ -506,8 +509,8 @@ inline std::string npy_make_example(const std::string& dir, const std::string& s
     throw std::invalid_argument("--cols " + std::to_string(cols) + " is not a multiple of the block size " +
                                 std::to_string(s.fixed_block) + " of scheme " + s.name);
   if (layout != scale_layout::row_major && (!s.has_scales || s.fixed_block == 0))
-    throw std::invalid_argument("--scale-layout " + std::string(to_string(layout)) + " applies to uint8 block scales; scheme " +
-                                s.name + " has none");
+    throw std::invalid_argument("--scale-layout " + std::string(to_string(layout)) +
+                                " applies to uint8 block scales; scheme " + s.name + " has none");
   const std::size_t n = rows * cols;
   std::vector<float> x = s.edge_cases();
   // Block schemes: NaN, Inf and huge inputs would own whole blocks (or the tensor
@@ -542,7 +545,8 @@ inline std::string npy_make_example(const std::string& dir, const std::string& s
     if (q.float_scales)
       npy::write(path("scales.npy"), npy::from_floats({rows, per_row}, q.scale_floats));
     else if (layout == scale_layout::swizzled128x4)
-      npy::write(path("scales.npy"), npy::from_u8({swizzled_size(rows, per_row)}, swizzle_scales(q.scale_bytes, rows, per_row)));
+      npy::write(path("scales.npy"),
+                 npy::from_u8({swizzled_size(rows, per_row)}, swizzle_scales(q.scale_bytes, rows, per_row)));
     else
       npy::write(path("scales.npy"), npy::from_u8({rows, per_row}, q.scale_bytes));
     cmd += " --scales " + path("scales.npy");
