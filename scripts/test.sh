@@ -35,6 +35,13 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 JOBS=${KVQ_JOBS:-2}
 TEST_TIMEOUT=${KVQ_TEST_TIMEOUT:-1500}   # seconds per test, for tests that set no TIMEOUT
+# The peers' versions the Python oracles were written against (their documented
+# differences, and the strict xfails, are per version). KVQ_PEER_PINS=0 takes the newest.
+if [[ ${KVQ_PEER_PINS:-1} == 1 ]]; then
+  ML_DTYPES_PIN="==0.7.0" TORCH_PIN="==2.15.0" TORCHAO_PIN="==0.18.0"
+else
+  ML_DTYPES_PIN="" TORCH_PIN="" TORCHAO_PIN=""
+fi
 B=$ROOT/build
 
 STAGES=(deps release-build release-tests asan-build asan-tests package python python-peers bench-smoke notebooks)
@@ -265,7 +272,7 @@ stage_python() {
   local venv=$B/ci-python/venv
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q pytest ml_dtypes
+  "$venv/bin/pip" install -q pytest "ml_dtypes$ML_DTYPES_PIN"
   "$venv/bin/pip" install -q "$ROOT"
   run_pytest "$venv" "$ROOT/python/tests" --ignore="$ROOT/python/tests/test_torch_casts.py" \
              --ignore="$ROOT/python/tests/test_torchao.py"
@@ -279,7 +286,7 @@ stage_python_peers() {
   # are in the venv (the tests themselves, on the CPU, about 20 s).
   local venv=$B/ci-python/venv
   [[ -x "$venv/bin/python" ]] || stage_python
-  "$venv/bin/pip" install -q torch torchao
+  "$venv/bin/pip" install -q "torch$TORCH_PIN" "torchao$TORCHAO_PIN"
   run_pytest "$venv" "$ROOT/python/tests/test_torch_casts.py" "$ROOT/python/tests/test_torchao.py"
 }
 
