@@ -74,7 +74,8 @@ def test_nvfp4_single_level_nan_blocks():
 
 def scale_tie_rows():
     """Blocks whose e4m3 scale s is not a power of two and whose elements are m * s for an
-    e2m1 midpoint m: x / s lands exactly on the tie, x * (1 / s) may not."""
+    e2m1 midpoint m: x / s lands exactly on the tie, x * (1 / s) may not. torchao 0.18
+    multiplies by the reciprocal (earlier torchao divided); kvq's recipe follows 0.18."""
     rows = []
     for s in [1.125, 1.25, 1.375, 1.625, 1.75, 1.875, 0.875, 0.6875, 1.375 * 2**5, 1.625 * 2**-7]:
         for m in [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0]:
@@ -84,12 +85,12 @@ def scale_tie_rows():
     return np.stack(rows).astype(np.float32)
 
 
-@pytest.mark.xfail(strict=True, reason="torchao 0.18 nvfp4_quantize scales by a reciprocal, data * (1.0 / scale) "
-                   "('to match MSLK triton kernel numerics'); kvq's nvfp4_torchao divides, data / scale, as "
-                   "earlier torchao did, so e2m1 ties under a non-power-of-two scale resolve differently")
 @pytest.mark.parametrize("two_level", [False, True])
 def test_nvfp4_ties_under_non_power_of_two_scales(two_level):
     x = scale_tie_rows()
+    # The rows separate the two orders: for some elements x / s and x * (1 / s) differ.
+    s = (np.abs(x).max(axis=1, keepdims=True) / np.float32(6)).astype(np.float32)
+    assert (x / s != x * (np.float32(1) / s)).any()
     t = torch.from_numpy(x)
     if two_level:
         pts = nvfp4.per_tensor_amax_to_scale(torch.max(torch.abs(t)))

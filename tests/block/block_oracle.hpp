@@ -242,7 +242,8 @@ inline result vllm_nvfp4(const std::vector<float>& x, float k_scale, bool four_o
   return r;
 }
 
-/// torchao _nvfp4_quantize (CUDA: division by a Python scalar = multiply by fp32 reciprocal).
+/// torchao 0.18 nvfp4_quantize (CUDA: division by a Python scalar = multiply by fp32
+/// reciprocal; the elements are multiplied by 1 / scale, computed as torchao writes it).
 inline result torchao_nvfp4(const std::vector<float>& x, bool two_level) {
   result r;
   float pts = 1.0f;
@@ -255,16 +256,17 @@ inline result torchao_nvfp4(const std::vector<float>& x, bool two_level) {
     const float* xb = x.data() + 16 * b;
     const float bs = amax_torch(xb, 16) * (1.0f / 6.0f);
     int sf;
-    float total;
+    float mult;
     if (two_level) {
       sf = encode(E4M3, clampf(bs / pts, 0.015625f, 448.0f));
-      total = pts * static_cast<float>(decode(E4M3, sf));
+      const float inv_pts = 1.0f / pts;
+      mult = inv_pts / static_cast<float>(decode(E4M3, sf));
     } else {
       sf = encode(E4M3, clampf(bs, 0.015625f, 448.0f));
-      total = static_cast<float>(decode(E4M3, sf));
+      mult = 1.0f / static_cast<float>(decode(E4M3, sf));
     }
     r.scale_codes.push_back(sf);
-    for (int i = 0; i < 16; ++i) r.codes.push_back(encode(E2M1, clampf(xb[i] / total, -6.0f, 6.0f)));
+    for (int i = 0; i < 16; ++i) r.codes.push_back(encode(E2M1, clampf(xb[i] * mult, -6.0f, 6.0f)));
   }
   return r;
 }

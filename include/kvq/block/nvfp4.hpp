@@ -52,13 +52,19 @@
 //   the multiply-adds go through Instr::mad (instr::ieee_fma = fused as nvcc emits
 //   `x*x + y*y` -> fma(x, x, y*y) and `qx*dq - x` -> fma(qx, dq, -x); instr::ieee = not fused).
 //
-// nvfp4_torchao / nvfp4_torchao_two_level — torchao/prototype/mx_formats/nvfp4_tensor.py
-//   (_nvfp4_quantize, per_tensor_amax_to_scale, NVFP4Tensor.get_hp_scales/to_dtype):
+// nvfp4_torchao / nvfp4_torchao_two_level — torchao 0.18
+//   torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize, per_tensor_amax_to_scale,
+//   NVFP4Tensor.get_hp_scales/dequantize):
 //     block_scale = max_abs / 6          (PyTorch CUDA divides by a Python scalar as
 //                                         max_abs * fp32(1/6): BinaryDivTrueKernel.cu)
-//     single level: s = e4m3(clamp(block_scale, 2^-6, 448)); x / float(s)
+//     single level: s = e4m3(clamp(block_scale, 2^-6, 448)); x * fp32(1 / float(s))
 //     two level:    pts = amax * fp32(1/2688) (per_tensor_amax_to_scale on CUDA)
-//                   s = e4m3(clamp(block_scale / pts, 2^-6, 448)); x / (pts * float(s))
+//                   s = e4m3(clamp(block_scale / pts, 2^-6, 448));
+//                   x * fp32(fp32(1 / pts) / float(s))
+//   The elements are multiplied by a reciprocal ("to match MSLK triton kernel numerics",
+//   torchao 0.18); torchao before that divided, x / float(s), which resolves e2m1 ties
+//   under a non-power-of-two scale differently. `1.0 / t` is PyTorch's reciprocal (an
+//   IEEE division 1/t, then * 1.0); the tensor / tensor division is IEEE as well.
 //     q_i = e2m1(clamp(scaled, -6, 6))  (f32_to_f4_unpacked: RNE, saturating)
 //   max_abs is torch.amax (NaN propagates: the block scale becomes NaN code 0x7F).
 //   The clamp at 2^-6 keeps every scale nonzero: an all-zero block stores 0x08 and
@@ -302,7 +308,7 @@ struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
 template <bool TwoLevel>
 struct nvfp4_torchao_recipe : nvfp4_layout {
   static constexpr const char* name = TwoLevel ? "nvfp4_torchao_two_level" : "nvfp4_torchao";
-  static constexpr const char* source = "torchao torchao/prototype/mx_formats/nvfp4_tensor.py (_nvfp4_quantize)";
+  static constexpr const char* source = "torchao 0.18 torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize)";
   static constexpr tensor_kind tensor = TwoLevel ? tensor_kind::decode_scale : tensor_kind::none;
   static constexpr exactness exact = exactness::bit_exact;
   static constexpr amax_nan tensor_amax_rule = amax_nan::propagate;
@@ -325,22 +331,22 @@ struct nvfp4_torchao_recipe : nvfp4_layout {
     const float max_abs = block_amax<In>(x, 16, amax_nan::propagate);
     const float inv6 = 1.0f / 6.0f;
     const float block_scale = max_abs * inv6;
-    float total, unrounded;
+    float reciprocal, unrounded;
     if (TwoLevel) {
       const float sbs = block_scale / p.per_tensor_scale;
       unrounded = detail::torch_clamp(sbs, e4m3_eps, 448.0f);
       *scale = detail::e4m3_rn_sat(unrounded);
-      total = p.per_tensor_scale * detail::e4m3_value(*scale);
+      // reciprocal_scale = (1.0 / per_tensor_scale) / scaled_block_scales_fp32
+      reciprocal = (1.0f / p.per_tensor_scale) / detail::e4m3_value(*scale);
     } else {
       unrounded = detail::torch_clamp(block_scale, e4m3_eps, 448.0f);
       *scale = detail::e4m3_rn_sat(unrounded);
-      total = detail::e4m3_value(*scale);
+      reciprocal = 1.0f / detail::e4m3_value(*scale);  // (1.0 / block_scale_fp32)
     }
-    // torchao divides: `inverse` records the divisor.
-    if (trace) *trace = {max_abs, unrounded, total, trace->scaled};
+    if (trace) *trace = {max_abs, unrounded, reciprocal, trace->scaled};
     for (int i = 0; i < 8; ++i) {
-      const float a = detail::torch_clamp(In::load(x[2 * i]) / total, -6.0f, 6.0f);
-      const float b = detail::torch_clamp(In::load(x[2 * i + 1]) / total, -6.0f, 6.0f);
+      const float a = detail::torch_clamp(In::load(x[2 * i]) * reciprocal, -6.0f, 6.0f);
+      const float b = detail::torch_clamp(In::load(x[2 * i + 1]) * reciprocal, -6.0f, 6.0f);
       if (trace && trace->scaled) {
         trace->scaled[2 * i] = a;
         trace->scaled[2 * i + 1] = b;
