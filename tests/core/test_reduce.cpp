@@ -16,12 +16,53 @@
 namespace {
 
 // The documented shape, written directly: split at the largest power of two < n.
-float tree_ref(const float* x, std::size_t n) {
-  if (n == 0) return 0.0f;
+template <class T>
+T tree_ref(const T* x, std::size_t n) {
+  if (n == 0) return T(0);
   if (n == 1) return x[0];
   std::size_t h = 1;
   while (h * 2 < n) h *= 2;
   return tree_ref(x, h) + tree_ref(x + h, n - h);
+}
+
+std::uint64_t bits(double x) {
+  std::uint64_t u;
+  std::memcpy(&u, &x, 8);
+  return u;
+}
+
+// Inputs with every class a dot product meets: normal values of many magnitudes, ±0,
+// subnormals, ±Inf and NaN (rarely, so most rows stay finite).
+float edge_value(std::mt19937& gen) {
+  const auto k = static_cast<unsigned>(gen() % 200);
+  if (k == 0) return std::numeric_limits<float>::quiet_NaN();
+  if (k == 1) return std::numeric_limits<float>::infinity();
+  if (k == 2) return -std::numeric_limits<float>::infinity();
+  if (k == 3) return -0.0f;
+  if (k == 4) return std::numeric_limits<float>::denorm_min() * static_cast<float>(gen() % 1000);
+  return std::ldexp(std::uniform_real_distribution<float>(-1, 1)(gen), static_cast<int>(gen() % 60) - 30);
+}
+
+// tree_dot_rows against the documented shape over the rounded products, written directly.
+template <class Acc>
+void check_dot_rows(std::mt19937& gen, std::size_t n, std::size_t n_rows, std::size_t stride) {
+  std::vector<float> a(n), rows(n_rows * stride + 1);
+  for (auto& v : a) v = edge_value(gen);
+  for (auto& v : rows) v = edge_value(gen);
+  std::vector<Acc> out(n_rows + 1, Acc(12345));
+  kvq::reduce::tree_dot_rows<Acc>(a.data(), rows.data(), stride, n_rows, n, out.data());
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    std::vector<Acc> prod(n);
+    for (std::size_t i = 0; i < n; ++i) prod[i] = static_cast<Acc>(a[i]) * static_cast<Acc>(rows[r * stride + i]);
+    const Acc want = tree_ref(prod.data(), n);
+    INFO("n = " << n << ", rows = " << n_rows << ", row " << r);
+    if (want != want) {
+      REQUIRE(out[r] != out[r]);
+    } else {
+      REQUIRE(bits(out[r]) == bits(want));
+    }
+  }
+  REQUIRE(out[n_rows] == Acc(12345));  // nothing written past the rows
 }
 
 std::uint32_t bits(float x) {
@@ -84,6 +125,33 @@ TEST_CASE("dot, strided, max and vector accumulators follow the same tree", "[re
   CHECK(kvq::reduce::tree_max(a.data(), 0) == -std::numeric_limits<float>::infinity());
   a[500] = std::numeric_limits<float>::quiet_NaN();
   CHECK(std::isnan(kvq::reduce::tree_max(a.data(), n)));
+}
+
+TEST_CASE("tree_dot_rows gives each row's tree_dot bits, any length, row count and stride", "[reduce][quick]") {
+  std::mt19937 gen(5);
+  for (std::size_t n : {0, 1, 2, 3, 5, 7, 8, 31, 32, 33, 64, 80, 96, 127, 128, 129, 200, 256, 300}) {
+    for (std::size_t n_rows : {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 33}) {
+      check_dot_rows<float>(gen, n, n_rows, n);
+      check_dot_rows<double>(gen, n, n_rows, n);
+    }
+    check_dot_rows<float>(gen, n, 19, n + 3);  // rows of a wider matrix
+    check_dot_rows<double>(gen, n, 19, n + 5);
+  }
+  // the lanes accumulator alone: lane j equals tree_sum of lane j's values
+  kvq::reduce::tree_accumulator_lanes<float, 3> acc;
+  std::vector<float> lane[3];
+  for (int t = 0; t < 1000; ++t) {
+    float v[3];
+    for (int j = 0; j < 3; ++j) {
+      v[j] = edge_value(gen);
+      if (!std::isfinite(v[j])) v[j] = 1.0f;
+      lane[j].push_back(v[j]);
+    }
+    acc.push(v);
+  }
+  float res[3];
+  acc.result(res);
+  for (int j = 0; j < 3; ++j) CHECK(bits(res[j]) == bits(tree_ref(lane[j].data(), lane[j].size())));
 }
 
 TEST_CASE("bf16 rounding is round-to-nearest-even with NaN and overflow", "[rounding][quick]") {

@@ -142,6 +142,111 @@ KVQ_HD inline auto tree_dot(const T* a, const U* b, std::size_t n) {
   return acc.result(A(0));
 }
 
+/// Lanes of one tree at once: L independent streams pushed in lock step (one value per
+/// lane per push), each reduced in exactly the tree a tree_accumulator builds for its
+/// count. Every lane shares the count, so the control flow of push() is shared and the
+/// lane loops are plain element-wise adds the compiler turns into vector instructions;
+/// lane j's result is bit for bit tree_accumulator's over lane j's values.
+template <class T, int L>
+struct tree_accumulator_lanes {
+  static_assert(L > 0, "at least one lane");
+  T level[max_levels][L];
+  std::uint64_t count = 0;
+
+  /// Pushes v[0..L): v[j] is the next value of lane j (v is used as the carry).
+  KVQ_HD void push(T* v) {
+    int l = 0;
+    std::uint64_t c = count;
+    while (c & 1u) {
+      for (int j = 0; j < L; ++j) v[j] = level[l][j] + v[j];
+      c >>= 1;
+      ++l;
+    }
+    for (int j = 0; j < L; ++j) level[l][j] = v[j];
+    ++count;
+  }
+
+  /// Pushes, per lane, the finished tree of 2^k values whose first value would have been
+  /// pushed at the current count (which must be a multiple of 2^k): the same state as
+  /// pushing the 2^k values one by one, since the counter combines them into exactly that
+  /// balanced block before anything else.
+  KVQ_HD void push_block(T* v, int k) {
+    int l = k;
+    std::uint64_t c = count >> k;
+    while (c & 1u) {
+      for (int j = 0; j < L; ++j) v[j] = level[l][j] + v[j];
+      c >>= 1;
+      ++l;
+    }
+    for (int j = 0; j < L; ++j) level[l][j] = v[j];
+    count += std::uint64_t{1} << k;
+  }
+
+  /// Writes each lane's tree value to out[0..L) (`empty` if nothing was pushed).
+  KVQ_HD void result(T* out, T empty = T(0)) const {
+    for (int j = 0; j < L; ++j) out[j] = empty;
+    bool have = false;
+    std::uint64_t c = count;
+    for (int l = 0; c != 0; ++l, c >>= 1) {
+      if (c & 1u) {
+        for (int j = 0; j < L; ++j) out[j] = have ? level[l][j] + out[j] : level[l][j];
+        have = true;
+      }
+    }
+  }
+};
+
+/// Lanes a batched dot product evaluates at once for an accumulation type: 256 bits of
+/// them (8 floats, 4 doubles), what one AVX2 register holds; narrower vector units just
+/// split each lane loop.
+template <class A>
+struct dot_lanes {
+  static constexpr int value = static_cast<int>(32 / sizeof(A)) > 0 ? static_cast<int>(32 / sizeof(A)) : 1;
+};
+
+/// Dot products of one vector with many rows: out[r] = tree_dot<Acc>(a, rows + r *
+/// row_stride, n) for r in [0, n_rows), bit for bit (each product rounded in Acc, then the
+/// same fixed tree per row), evaluated dot_lanes<Acc> rows at a time so the products and
+/// tree adds of neighbouring rows run in the same vector instructions. Used by the
+/// attention kernels for q.k_t over all keys.
+template <class Acc, class T, class U, class Out>
+KVQ_HD inline void tree_dot_rows(const T* a, const U* rows, std::size_t row_stride, std::size_t n_rows,
+                                 std::size_t n, Out* out) {
+  constexpr int L = dot_lanes<Acc>::value;
+  constexpr std::size_t C = 8;  // elements per balanced chunk (2^3)
+  std::size_t r = 0;
+  for (; r + L <= n_rows; r += L) {
+    tree_accumulator_lanes<Acc, L> acc;
+    const U* base = rows + r * row_stride;
+    Acc v[L];
+    std::size_t i = 0;
+    // Whole chunks of 8: the balanced tree ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) per lane,
+    // written out, then pushed as one level-3 block.
+    for (; i + C <= n; i += C) {
+      Acc p[C][L];
+      for (std::size_t e = 0; e < C; ++e) {
+        const Acc ae = static_cast<Acc>(a[i + e]);
+        for (int j = 0; j < L; ++j) p[e][j] = ae * static_cast<Acc>(base[static_cast<std::size_t>(j) * row_stride + i + e]);
+      }
+      for (int j = 0; j < L; ++j) {
+        const Acc s01 = p[0][j] + p[1][j], s23 = p[2][j] + p[3][j];
+        const Acc s45 = p[4][j] + p[5][j], s67 = p[6][j] + p[7][j];
+        v[j] = (s01 + s23) + (s45 + s67);
+      }
+      acc.push_block(v, 3);
+    }
+    for (; i < n; ++i) {
+      const Acc ai = static_cast<Acc>(a[i]);
+      for (int j = 0; j < L; ++j) v[j] = ai * static_cast<Acc>(base[static_cast<std::size_t>(j) * row_stride + i]);
+      acc.push(v);
+    }
+    Acc res[L];
+    acc.result(res);
+    for (int j = 0; j < L; ++j) out[r + static_cast<std::size_t>(j)] = static_cast<Out>(res[j]);
+  }
+  for (; r < n_rows; ++r) out[r] = static_cast<Out>(tree_dot<Acc>(a, rows + r * row_stride, n));
+}
+
 /// Maximum of x[0..n) (NaN if any element is NaN); -inf for n == 0.
 template <class T>
 KVQ_HD inline T tree_max(const T* x, std::size_t n) {
