@@ -1,6 +1,7 @@
-// kvq/attention.hpp — umbrella header of the attention layer: deterministic math and
-// reductions, bf16 rounding, Hadamard rotation, per-query kernels (double reference,
-// storage-only emulation, FlashAttention-3 FP8), the host paths and the query driver.
+/// \file
+/// kvq/attention.hpp — umbrella header of the attention layer: deterministic math and
+/// reductions, bf16 rounding, Hadamard rotation, per-query kernels (double reference,
+/// storage-only emulation, FlashAttention-3 FP8), the host paths and the query driver.
 #pragma once
 
 #include <kvq/core/math.hpp>

@@ -1,5 +1,6 @@
-// kvq/compact.hpp — KV compaction of one attention head: eviction baselines,
-// Attention Matching, the reference evaluator, quantization of the compacted cache.
+/// \file
+/// kvq/compact.hpp — KV compaction of one attention head: eviction baselines,
+/// Attention Matching, the reference evaluator, quantization of the compacted cache.
 #pragma once
 
 #include <kvq/compact/attention_matching.hpp>

@@ -1,9 +1,10 @@
-// kvq/config.hpp — portability macros shared by every layer.
-//
-// KVQ_HD marks functions that run on both sides (host and CUDA device). Everything
-// below device/ is KVQ_HD code: no exceptions, no allocation, no std:: calls that
-// device code lacks. Host-only API layers (checked entry points) are marked
-// KVQ_HOST and may throw std::invalid_argument.
+/// \file
+/// kvq/config.hpp — portability macros shared by every layer.
+///
+/// KVQ_HD marks functions that run on both sides (host and CUDA device). Everything
+/// below device/ is KVQ_HD code: no exceptions, no allocation, no std:: calls that
+/// device code lacks. Host-only API layers (checked entry points) are marked
+/// KVQ_HOST and may throw std::invalid_argument.
 #pragma once
 
 #define KVQ_VERSION_MAJOR 0

@@ -1,6 +1,7 @@
-// kvq/core.hpp — the core layer every other layer builds on: bit views and NaN tests,
-// 16-bit float rounding, deterministic elementary functions, fixed-shape reductions,
-// the matrix types and the error helper.
+/// \file
+/// kvq/core.hpp — the core layer every other layer builds on: bit views and NaN tests,
+/// 16-bit float rounding, deterministic elementary functions, fixed-shape reductions,
+/// the matrix types and the error helper.
 #pragma once
 
 #include <kvq/config.hpp>
@@ -10,3 +11,12 @@
 #include <kvq/core/reduce.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/core/error.hpp>
+
+/// \namespace kvq::math
+/// Deterministic elementary functions (exp, exp2, log, log2, sin, cos, ...) built only
+/// from correctly rounded IEEE basic operations and bit manipulation, so that every
+/// host and device compiler returns the same bits (kvq/core/math.hpp).
+
+/// \namespace kvq::reduce
+/// Sums, dot products and maxima in a fixed-shape pairwise tree that depends only on
+/// the length, identical on every host, device and thread count (kvq/core/reduce.hpp).

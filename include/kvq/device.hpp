@@ -1,9 +1,10 @@
-// kvq/device.hpp — the device layer: Thrust algorithms over the KVQ_HD functors of the
-// lower layers (any Thrust device system: CUDA, CPP, OMP, TBB), the GPU's conversion
-// instructions, and CUDA kernels (included only by nvcc).
-//
-// Not part of <kvq/kvq.hpp>: it needs Thrust (the CUDA toolkit's include/cccl) and, with
-// a host compiler, THRUST_DEVICE_SYSTEM set to THRUST_DEVICE_SYSTEM_CPP, _OMP or _TBB.
+/// \file
+/// kvq/device.hpp — the device layer: Thrust algorithms over the KVQ_HD functors of the
+/// lower layers (any Thrust device system: CUDA, CPP, OMP, TBB), the GPU's conversion
+/// instructions, and CUDA kernels (included only by nvcc).
+///
+/// Not part of <kvq/kvq.hpp>: it needs Thrust (the CUDA toolkit's include/cccl) and, with
+/// a host compiler, THRUST_DEVICE_SYSTEM set to THRUST_DEVICE_SYSTEM_CPP, _OMP or _TBB.
 #pragma once
 
 #include <kvq/config.hpp>

@@ -1,4 +1,5 @@
-// kvq/format.hpp — the number-format layer: traits, value types, encode/decode.
+/// \file
+/// kvq/format.hpp — the number-format layer: traits, value types, encode/decode.
 #pragma once
 
 #include <kvq/config.hpp>
@@ -11,3 +12,8 @@
 #include <kvq/format/value.hpp>
 #include <kvq/format/bulk.hpp>
 #include <kvq/format/info.hpp>
+
+/// \namespace kvq::fmt
+/// The named format traits types (kvq::fmt::e4m3, kvq::fmt::e2m1, kvq::fmt::ue8m0, ...):
+/// instances of kvq::minifloat_format, with the matching value types kvq::e4m3, ...
+/// in kvq (kvq/format/formats.hpp, kvq/format/value.hpp).

@@ -1,6 +1,7 @@
-// kvq/inject.hpp — umbrella header of the synthetic-data layer: counter-based RNG,
-// Gaussian Q/K/V with heads, RoPE, and the outlier / massive-activation / sink / needle
-// injectors with their records.
+/// \file
+/// kvq/inject.hpp — umbrella header of the synthetic-data layer: counter-based RNG,
+/// Gaussian Q/K/V with heads, RoPE, and the outlier / massive-activation / sink / needle
+/// injectors with their records.
 #pragma once
 
 #include <kvq/inject/philox.hpp>

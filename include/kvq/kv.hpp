@@ -1,5 +1,6 @@
-// kvq/kv.hpp — KV tensors on Eigen, quantized KV caches with mixed-precision
-// policies, and the KV memory planner.
+/// \file
+/// kvq/kv.hpp — KV tensors on Eigen, quantized KV caches with mixed-precision
+/// policies, and the KV memory planner.
 #pragma once
 
 #include <kvq/block.hpp>
@@ -8,3 +9,8 @@
 #include <kvq/kv/cache.hpp>
 #include <kvq/kv/planner.hpp>
 #include <kvq/kv/registry.hpp>
+
+/// \namespace kvq::kv
+/// The KV layer: K/V tensors on Eigen, per-layer quantized KV caches with
+/// mixed-precision policies, row stores per scheme, and THE scheme registry
+/// (kvq::kv::find_scheme, kvq::kv::canonical_name, kvq::kv::scheme_names).

@@ -1,5 +1,6 @@
-// kvq/kvq.hpp — everything: one include per layer umbrella, lower layers first.
-// Each layer adds its umbrella here when it lands.
+/// \file
+/// kvq/kvq.hpp — everything: one include per layer umbrella, lower layers first.
+/// Each layer adds its umbrella here when it lands.
 #pragma once
 
 #include <kvq/config.hpp>
@@ -13,3 +14,11 @@
 #include <kvq/compact.hpp>
 #include <kvq/metrics.hpp>
 #include <kvq/verify.hpp>
+
+/// \namespace kvq
+/// kvq: bit-exact host/device emulation of the low-precision number formats of LLM KV
+/// caches (FP8 E4M3/E5M2, FP6, FP4 E2M1, UE8M0/UE4M3 scales, block-scaled NVFP4 and OCP
+/// MX) as NVIDIA GPUs produce them, with KV quantization recipes, synthetic KV
+/// injection, attention in reference and emulated precision, and distortion metrics.
+/// The format layer (value types, kvq::encode / kvq::decode, traits) lives directly in
+/// this namespace; each higher layer has its own nested namespace.

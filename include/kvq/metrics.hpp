@@ -1,5 +1,6 @@
-// kvq/metrics.hpp — umbrella header of the metrics layer: rank and distribution
-// distortion between a reference softmax row p and an emulated one p̂.
+/// \file
+/// kvq/metrics.hpp — umbrella header of the metrics layer: rank and distribution
+/// distortion between a reference softmax row p and an emulated one p̂.
 #pragma once
 
 #include <kvq/metrics/aggregate.hpp>

@@ -1,4 +1,5 @@
-// kvq/mma.hpp — tensor-core inner-product models (block FMA, presets, chaining, host API).
+/// \file
+/// kvq/mma.hpp — tensor-core inner-product models (block FMA, presets, chaining, host API).
 #pragma once
 
 #include <kvq/mma/api.hpp>
@@ -6,3 +7,8 @@
 #include <kvq/mma/dot.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
+
+/// \namespace kvq::mma
+/// Models of the tensor-core inner product: the block FMA of an MMA instruction with its
+/// alignment, truncation and accumulation rules (kvq/mma/block_fma.hpp), the named
+/// instruction presets, dot products chained over K, and the checked host API.

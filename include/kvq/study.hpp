@@ -1,7 +1,8 @@
-// kvq/study.hpp — the study engine: grid parameters with checked overrides, the
-// deterministic task runner, result tables, CSV/JSON output written as one unit,
-// progress, and the command line every study takes. CMake target kvq::study (needs
-// nlohmann-json and CLI11 besides the core library's Eigen).
+/// \file
+/// kvq/study.hpp — the study engine: grid parameters with checked overrides, the
+/// deterministic task runner, result tables, CSV/JSON output written as one unit,
+/// progress, and the command line every study takes. CMake target kvq::study (needs
+/// nlohmann-json and CLI11 besides the core library's Eigen).
 #pragma once
 
 #include <kvq/study/error.hpp>

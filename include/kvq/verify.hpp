@@ -1,6 +1,7 @@
-// kvq/verify.hpp — umbrella header of the verification layer: bit-for-bit buffer
-// comparison with mismatch reports, the generator -> subject -> reference pipeline,
-// the .npy reader/writer and the command-line verifier.
+/// \file
+/// kvq/verify.hpp — umbrella header of the verification layer: bit-for-bit buffer
+/// comparison with mismatch reports, the generator -> subject -> reference pipeline,
+/// the .npy reader/writer and the command-line verifier.
 #pragma once
 
 #include <kvq/verify/compare.hpp>

@@ -1,58 +1,59 @@
-// kvq/block/instr_models.hpp — KVQ_HD models of the GPU's approximate instructions,
-// driven by a captured correction table (kvq/block/instr_table.hpp).
-//
-// Each model is the composition of (1) a table index derived from the input, (2) a
-// reference result for that index, (3) the captured correction, (4) the exponent
-// handling that the PTX ISA documents. Without a table (nullptr, or a table of the
-// wrong size) the correction is 0: the model then computes the reference result
-// with the instruction's documented special cases, which is the documented fallback
-// of an uncaptured model (kvq/block/instr_registry.hpp marks it unverified).
-//
-// rcp.approx.ftz.f32 (PTX ISA, "rcp": max 1 ulp error; .ftz flushes subnormal
-// inputs and results to sign-preserving zero; rcp(+-0) = +-Inf, rcp(+-Inf) = +-0).
-//   Known: for a normal input a = m 2^e, 1/a = (1/m) 2^-e, and a correctly rounded
-//   reciprocal scales exactly; results below 2^-126 flush to zero.
-//   Inferred (checked by the capture program, tests/gpu/instr_capture.cu, over all
-//   2^32 inputs): the hardware result also depends on e only by that scaling, and
-//   on the sign only by the sign. Table: index = the 23 mantissa bits; reference =
-//   the correctly rounded 1/m, m in [1, 2).
-//
-// ex2.approx.ftz.f32 (PTX ISA, "ex2": an approximation of 2^a with a documented
-// relative error bound, not its bits; .ftz: subnormal inputs are 0, subnormal
-// results flush to +0; ex2(-Inf) = +0, ex2(+Inf) = +Inf).
-//   Inferred, from how the multifunction unit is built (Oberman & Siu, "A
-//   high-performance area-efficient multifunction interpolator", ARITH-17, 2005:
-//   the input is converted to fixed point, the integer part becomes the exponent,
-//   the fraction addresses the interpolation tables): 2^a = 2^i * 2^f with
-//   a * 2^23 rounded to an integer n = i * 2^23 + k, so the result mantissa
-//   depends only on the 23-bit fraction k. Table: index = k; reference =
-//   kvq::math::exp2(1 + k 2^-23) in [2, 4) (correctly rounded but for inputs
-//   within ~2^-30 ulp of a rounding boundary, see kvq/core/math.hpp), scaled by
-//   2^(i-1). Inputs with |a| >= 1 lie on the 2^-23 grid exactly; for |a| < 1 the
-//   rounding of a * 2^23 is the least certain part of the model. It is a variant of
-//   the model (fixed_point_rounding: to nearest even by default, toward zero, toward
-//   -inf) stored with the table (metadata fixed_point); the capture program tries
-//   all three on every |a| < 1, records the best, and counts per input binade where
-//   the model still disagrees with the hardware.
-//
-// ex2.approx.f16x2 (PTX ISA: 2^x on each f16 half of the register). The table
-// covers every input, so its subnormal and special-value handling is captured, not
-// assumed.
-//   Table: all 2^16 inputs of one lane; reference = 2^x rounded to nearest f16
-//   (kvq::math::exp2 in double, then rounded to f16). The captured model is the
-//   hardware by construction (for one lane; lane independence is checked on the GPU).
-//
-// div.full.f32 (what Triton emits, as inline PTX, for an fp32 `/` without IEEE
-// rounding: Triton's NVIDIA backend, FDiv lowering; PTX ISA, "div": "div.full.f32 implements a relatively fast,
-// full-range approximation that scales operands to achieve better accuracy";
-// max 2 ulp). Not reducible to a table. Model, inferred from that statement and
-// from CUDA's __fdividef (div.approx.f32), documented to return 0 for 2^126 < |b| <
-// 2^128 (the range where 1/b is subnormal and rcp flushes it), taking "full-range" to
-// mean that range is rescued by scaling: if 2^126 < |b| < 2^128, a and b are first
-// multiplied by 1/4; then a * rcp.approx.ftz(b), the product rounded to nearest. This
-// reproduces the reported result 4.6875 / 0.9375 = 0x40a00001 (5 + 1 ulp) when
-// rcp(0.9375) is the correctly rounded 0x3f888889; the capture program measures
-// how far it holds.
+/// \file
+/// kvq/block/instr_models.hpp — KVQ_HD models of the GPU's approximate instructions,
+/// driven by a captured correction table (kvq/block/instr_table.hpp).
+///
+/// Each model is the composition of (1) a table index derived from the input, (2) a
+/// reference result for that index, (3) the captured correction, (4) the exponent
+/// handling that the PTX ISA documents. Without a table (nullptr, or a table of the
+/// wrong size) the correction is 0: the model then computes the reference result
+/// with the instruction's documented special cases, which is the documented fallback
+/// of an uncaptured model (kvq/block/instr_registry.hpp marks it unverified).
+///
+/// rcp.approx.ftz.f32 (PTX ISA, "rcp": max 1 ulp error; .ftz flushes subnormal
+/// inputs and results to sign-preserving zero; rcp(+-0) = +-Inf, rcp(+-Inf) = +-0).
+///   Known: for a normal input a = m 2^e, 1/a = (1/m) 2^-e, and a correctly rounded
+///   reciprocal scales exactly; results below 2^-126 flush to zero.
+///   Inferred (checked by the capture program, tests/gpu/instr_capture.cu, over all
+///   2^32 inputs): the hardware result also depends on e only by that scaling, and
+///   on the sign only by the sign. Table: index = the 23 mantissa bits; reference =
+///   the correctly rounded 1/m, m in [1, 2).
+///
+/// ex2.approx.ftz.f32 (PTX ISA, "ex2": an approximation of 2^a with a documented
+/// relative error bound, not its bits; .ftz: subnormal inputs are 0, subnormal
+/// results flush to +0; ex2(-Inf) = +0, ex2(+Inf) = +Inf).
+///   Inferred, from how the multifunction unit is built (Oberman & Siu, "A
+///   high-performance area-efficient multifunction interpolator", ARITH-17, 2005:
+///   the input is converted to fixed point, the integer part becomes the exponent,
+///   the fraction addresses the interpolation tables): 2^a = 2^i * 2^f with
+///   a * 2^23 rounded to an integer n = i * 2^23 + k, so the result mantissa
+///   depends only on the 23-bit fraction k. Table: index = k; reference =
+///   kvq::math::exp2(1 + k 2^-23) in [2, 4) (correctly rounded but for inputs
+///   within ~2^-30 ulp of a rounding boundary, see kvq/core/math.hpp), scaled by
+///   2^(i-1). Inputs with |a| >= 1 lie on the 2^-23 grid exactly; for |a| < 1 the
+///   rounding of a * 2^23 is the least certain part of the model. It is a variant of
+///   the model (fixed_point_rounding: to nearest even by default, toward zero, toward
+///   -inf) stored with the table (metadata fixed_point); the capture program tries
+///   all three on every |a| < 1, records the best, and counts per input binade where
+///   the model still disagrees with the hardware.
+///
+/// ex2.approx.f16x2 (PTX ISA: 2^x on each f16 half of the register). The table
+/// covers every input, so its subnormal and special-value handling is captured, not
+/// assumed.
+///   Table: all 2^16 inputs of one lane; reference = 2^x rounded to nearest f16
+///   (kvq::math::exp2 in double, then rounded to f16). The captured model is the
+///   hardware by construction (for one lane; lane independence is checked on the GPU).
+///
+/// div.full.f32 (what Triton emits, as inline PTX, for an fp32 `/` without IEEE
+/// rounding: Triton's NVIDIA backend, FDiv lowering; PTX ISA, "div": "div.full.f32 implements a relatively fast,
+/// full-range approximation that scales operands to achieve better accuracy";
+/// max 2 ulp). Not reducible to a table. Model, inferred from that statement and
+/// from CUDA's __fdividef (div.approx.f32), documented to return 0 for 2^126 < |b| <
+/// 2^128 (the range where 1/b is subnormal and rcp flushes it), taking "full-range" to
+/// mean that range is rescued by scaling: if 2^126 < |b| < 2^128, a and b are first
+/// multiplied by 1/4; then a * rcp.approx.ftz(b), the product rounded to nearest. This
+/// reproduces the reported result 4.6875 / 0.9375 = 0x40a00001 (5 + 1 ulp) when
+/// rcp(0.9375) is the correctly rounded 0x3f888889; the capture program measures
+/// how far it holds.
 #pragma once
 
 #include <cstdint>

@@ -1,39 +1,40 @@
-// kvq/block/instr_table.hpp — the compact table format for an approximate GPU
-// instruction: per-index corrections to a reference result, and its file format.
-//
-// An approximate instruction (rcp.approx.ftz.f32, ex2.approx.ftz.f32,
-// ex2.approx.f16x2) is reduced to a table over a small index domain: for
-// rcp/ex2 f32, the 2^23 mantissas (fractions) of one binade; for ex2 f16, all 2^16
-// inputs (kvq/block/instr_models.hpp says how an input maps to an index). Entry i is
-// the *correction* of the hardware result against the model's reference result
-// (the correctly rounded one, see instr_models.hpp), as a difference of bit patterns:
-// for results of one sign and the same binade that is the error in ulps. Captured
-// corrections are almost always in {-1, 0, +1}, so each entry is a 2-bit code
-//     0 -> 0,  1 -> +1,  2 -> -1,  3 -> "look in the exception list"
-// and the rare other values are an exception list of (index, correction) pairs sorted
-// by index. 2^23 entries take 2 MiB.
-//
-// File format (version 1, little-endian; every field is checked by parse()):
-//     offset 0   8 bytes  magic "KVQINSTR"
-//            8   u32      version = 1
-//           12   u32      L = byte length of the metadata block (<= 4096)
-//           16   L bytes  metadata: lines "key=value\n"; keys [a-z0-9_]+, values
-//                         printable ASCII; required keys: instruction, arch
-//                         (others written by the capture program: model, gpu,
-//                         driver, cuda_*, date, base, domain, checked, mismatches;
-//                         for ex2.approx.ftz.f32 fixed_point = rn | rz | rd, the
-//                         model variant, see instr_models.hpp)
-//       16 + L   u32      count: entries (1 .. 2^24)
-//       20 + L   u32      E: exceptions (<= count)
-//       24 + L   ceil(count/4) bytes of 2-bit codes, entry i at bits 2*(i%4) of
-//                         byte i/4; unused bits of the last byte are 0
-//            .   E x (u32 index, i32 correction), indices strictly increasing,
-//                         corrections outside {-1, 0, +1}; exactly the entries of
-//                         code 3
-//            .   u64      FNV-1a 64 of every byte before it
-// A reader of outside files must never have undefined behaviour: parse() rejects
-// every malformed image with std::invalid_argument naming the problem
-// (tests/fuzz/fuzz_instr_table.cpp).
+/// \file
+/// kvq/block/instr_table.hpp — the compact table format for an approximate GPU
+/// instruction: per-index corrections to a reference result, and its file format.
+///
+/// An approximate instruction (rcp.approx.ftz.f32, ex2.approx.ftz.f32,
+/// ex2.approx.f16x2) is reduced to a table over a small index domain: for
+/// rcp/ex2 f32, the 2^23 mantissas (fractions) of one binade; for ex2 f16, all 2^16
+/// inputs (kvq/block/instr_models.hpp says how an input maps to an index). Entry i is
+/// the *correction* of the hardware result against the model's reference result
+/// (the correctly rounded one, see instr_models.hpp), as a difference of bit patterns:
+/// for results of one sign and the same binade that is the error in ulps. Captured
+/// corrections are almost always in {-1, 0, +1}, so each entry is a 2-bit code
+///     0 -> 0,  1 -> +1,  2 -> -1,  3 -> "look in the exception list"
+/// and the rare other values are an exception list of (index, correction) pairs sorted
+/// by index. 2^23 entries take 2 MiB.
+///
+/// File format (version 1, little-endian; every field is checked by parse()):
+///     offset 0   8 bytes  magic "KVQINSTR"
+///            8   u32      version = 1
+///           12   u32      L = byte length of the metadata block (<= 4096)
+///           16   L bytes  metadata: lines "key=value\n"; keys [a-z0-9_]+, values
+///                         printable ASCII; required keys: instruction, arch
+///                         (others written by the capture program: model, gpu,
+///                         driver, cuda_*, date, base, domain, checked, mismatches;
+///                         for ex2.approx.ftz.f32 fixed_point = rn | rz | rd, the
+///                         model variant, see instr_models.hpp)
+///       16 + L   u32      count: entries (1 .. 2^24)
+///       20 + L   u32      E: exceptions (<= count)
+///       24 + L   ceil(count/4) bytes of 2-bit codes, entry i at bits 2*(i%4) of
+///                         byte i/4; unused bits of the last byte are 0
+///            .   E x (u32 index, i32 correction), indices strictly increasing,
+///                         corrections outside {-1, 0, +1}; exactly the entries of
+///                         code 3
+///            .   u64      FNV-1a 64 of every byte before it
+/// A reader of outside files must never have undefined behaviour: parse() rejects
+/// every malformed image with std::invalid_argument naming the problem
+/// (tests/fuzz/fuzz_instr_table.cpp).
 #pragma once
 
 #include <cstddef>

@@ -1,11 +1,12 @@
-// kvq/block/io16.hpp — the input kinds of the block quantizers (fp32, bf16, fp16
-// buffers; the 16-bit conversions themselves are in core/float16.hpp).
-//
-// Kernels take K/V in bf16 or fp16. Widening either to float is exact, so a
-// recipe sees the same float values whichever way they arrive; the input kind only
-// matters where a reference computes *in* the 16-bit type (KIVI's torch ops on
-// fp16 tensors) or stores 16-bit values (mixed-precision KV spans). Narrowing is
-// IEEE round-to-nearest-even, as __float2bfloat16_rn / __float2half_rn.
+/// \file
+/// kvq/block/io16.hpp — the input kinds of the block quantizers (fp32, bf16, fp16
+/// buffers; the 16-bit conversions themselves are in core/float16.hpp).
+///
+/// Kernels take K/V in bf16 or fp16. Widening either to float is exact, so a
+/// recipe sees the same float values whichever way they arrive; the input kind only
+/// matters where a reference computes *in* the 16-bit type (KIVI's torch ops on
+/// fp16 tensors) or stores 16-bit values (mixed-precision KV spans). Narrowing is
+/// IEEE round-to-nearest-even, as __float2bfloat16_rn / __float2half_rn.
 #pragma once
 
 #include <cstdint>

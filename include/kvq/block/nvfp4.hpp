@@ -1,76 +1,77 @@
-// kvq/block/nvfp4.hpp — NVFP4 recipes: e2m1 elements, 16-element blocks, one e4m3
-// (sign bit 0, i.e. ue4m3) scale byte per block, and the recipe's fp32 tensor value.
-//
-// Four references compute the same format with different operation orders; each is
-// reproduced as written (float = IEEE binary32, RN; "e4m3(v)" = CUDA's
-// __nv_fp8_e4m3(v) = cvt.rn.satfinite.e4m3x2.f32; "e2m1(v)" = cvt.rn.satfinite.e2m1x2.f32):
-//
-// nvfp4_te — TransformerEngine / cuBLAS recipe
-//   transformer_engine/common/cast/nvfp4/core_nvfp4.cuh
-//     compute_global_encode_scaling_factor_FP4, compute_decoding_scaling_factor,
-//     compute_scaling_coefficient<float>; quantize_transpose_nvfp4.cuh (S_dec = 1.0/S_enc);
-//   test reference transformer_engine/pytorch/custom_recipes/reference_nvfp4.py
-//   (_quantize_blockwise_reference, "fold the FP4 reciprocal into the global scale
-//   multiplier, but keep the final reciprocal exact"); dequantize_nvfp4.cuh.
-//     S_enc = 2688 / amax; S_enc = fminf(S_enc, FLT_MAX); S_enc = 1 if amax == 0 or S_enc == 0
-//     S_dec = 1 / S_enc
-//     SF    = e4m3(block_amax * (S_enc * fp32(1/6)))
-//     inv   = fminf(1 / (float(SF) * S_dec), FLT_MAX)      [inverse_rule::rcp_of_product]
-//           = S_enc / float(SF)  (__fdiv_rn, quantize_nvfp4.cuh)  [inverse_rule::enc_div_scale]
-//     q_i   = e2m1(x_i * inv)
-//   stored tensor value: the tensor amax (TE keeps `amax`, not S_enc).
-//   dequantize: x = e2m1 * ((float(SF) * amax) * fp32(1/2688)).
-//   Bad input (as TE): amax 0 or Inf -> S_enc = 1; amax subnormal -> S_enc = FLT_MAX;
-//   block amax = fmaxf over |x| from 0, so NaN elements never set a scale; an Inf
-//   element saturates SF to 448 and itself to ±6; a NaN element becomes e2m1(NaN)
-//   (kvq::encode's NaN result); SF rounding to 0 with nonzero x gives inv = FLT_MAX,
-//   so those x saturate to ±6 (an all-zero block gives SF 0 and codes 0).
-//
-// nvfp4_vllm<Instr> — vLLM NVFP4 KV-cache store
-//   csrc/libtorch_stable/nvfp4_kv_cache_kernels.cu (reshape_and_cache_nvfp4_kernel),
-//   csrc/libtorch_stable/quantization/fp4/nvfp4_utils.cuh (cvt_warp_fp16_to_fp4):
-//     global_scale = 1.0f / k_scale                          (IEEE division)
-//     SFValue = global_scale * (amax16 * rcp(6))             rcp = rcp.approx.ftz.f32
-//     SF = e4m3(SFValue);  SFf = float(SF)
-//     outputScale = SFf != 0 ? rcp(SFf * rcp(global_scale)) : 0
-//     q_i = e2m1(x_i * outputScale)
-//   stored tensor value: k_scale (or v_scale). Dequantize (for analysis; the attention
-//   kernels' order is theirs): x = (e2m1 * SFf) * k_scale.
-//   amax16: __hmax2 tree over bf16/fp16 pairs: NaN only if all 16 are NaN.
-//   Bad input: SF rounding to 0 gives outputScale 0, so the whole block stores 0
-//   (unlike TE); k_scale 0 gives global_scale Inf and whatever IEEE gives from there.
-//
-// nvfp4_vllm_4over6<Instr> — the same store with NVFP4KVScaleSearch::FOUR_OVER_SIX
-//   (nvfp4_kv_cache_kernels.cu: nvfp4_candidate_scale, nvfp4_reconstruction_error,
-//   cvt_warp_fp16_to_fp4_4over6): candidates with denominator 6 and 4 as above; for
-//   each, dequantScale = os != 0 ? rcp(os) : 0 and over the 8 pairs in order
-//     os == 0: err += x*x + y*y
-//     else:    qx = round_to_nearest_e2m1(x*os) (software, ties to even, NaN -> ±6)
-//              dx = qx*dq - x; dy = qy*dq - y; err += dx*dx + dy*dy
-//   pick /4 iff err4 < err6 (ties keep /6). The 16-element single-thread order is the
-//   CUDA >= 12.9 build (CVT_FP4_PACK16). nvcc contracts these expressions by default;
-//   the multiply-adds go through Instr::mad (instr::ieee_fma = fused as nvcc emits
-//   `x*x + y*y` -> fma(x, x, y*y) and `qx*dq - x` -> fma(qx, dq, -x); instr::ieee = not fused).
-//
-// nvfp4_torchao / nvfp4_torchao_two_level — torchao 0.18
-//   torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize, per_tensor_amax_to_scale,
-//   NVFP4Tensor.get_hp_scales/dequantize):
-//     block_scale = max_abs / 6          (PyTorch CUDA divides by a Python scalar as
-//                                         max_abs * fp32(1/6): BinaryDivTrueKernel.cu)
-//     single level: s = e4m3(clamp(block_scale, 2^-6, 448)); x * fp32(1 / float(s))
-//     two level:    pts = amax * fp32(1/2688) (per_tensor_amax_to_scale on CUDA)
-//                   s = e4m3(clamp(block_scale / pts, 2^-6, 448));
-//                   x * fp32(fp32(1 / pts) / float(s))
-//   The elements are multiplied by a reciprocal ("to match MSLK triton kernel numerics",
-//   torchao 0.18); torchao before that divided, x / float(s), which resolves e2m1 ties
-//   under a non-power-of-two scale differently. `1.0 / t` is PyTorch's reciprocal (an
-//   IEEE division 1/t, then * 1.0); the tensor / tensor division is IEEE as well.
-//     q_i = e2m1(clamp(scaled, -6, 6))  (f32_to_f4_unpacked: RNE, saturating)
-//   max_abs is torch.amax (NaN propagates: the block scale becomes NaN code 0x7F).
-//   The clamp at 2^-6 keeps every scale nonzero: an all-zero block stores 0x08 and
-//   codes 0. pts = 0 (all-zero tensor) divides 0/0 into NaN exactly as torchao does.
-//   torchao's fp4 cast has no NaN support; kvq stores kvq::encode's NaN result.
-//   dequantize: single e2m1 * float(s); two level e2m1 * (pts * float(s)).
+/// \file
+/// kvq/block/nvfp4.hpp — NVFP4 recipes: e2m1 elements, 16-element blocks, one e4m3
+/// (sign bit 0, i.e. ue4m3) scale byte per block, and the recipe's fp32 tensor value.
+///
+/// Four references compute the same format with different operation orders; each is
+/// reproduced as written (float = IEEE binary32, RN; "e4m3(v)" = CUDA's
+/// __nv_fp8_e4m3(v) = cvt.rn.satfinite.e4m3x2.f32; "e2m1(v)" = cvt.rn.satfinite.e2m1x2.f32):
+///
+/// nvfp4_te — TransformerEngine / cuBLAS recipe
+///   transformer_engine/common/cast/nvfp4/core_nvfp4.cuh
+///     compute_global_encode_scaling_factor_FP4, compute_decoding_scaling_factor,
+///     compute_scaling_coefficient<float>; quantize_transpose_nvfp4.cuh (S_dec = 1.0/S_enc);
+///   test reference transformer_engine/pytorch/custom_recipes/reference_nvfp4.py
+///   (_quantize_blockwise_reference, "fold the FP4 reciprocal into the global scale
+///   multiplier, but keep the final reciprocal exact"); dequantize_nvfp4.cuh.
+///     S_enc = 2688 / amax; S_enc = fminf(S_enc, FLT_MAX); S_enc = 1 if amax == 0 or S_enc == 0
+///     S_dec = 1 / S_enc
+///     SF    = e4m3(block_amax * (S_enc * fp32(1/6)))
+///     inv   = fminf(1 / (float(SF) * S_dec), FLT_MAX)      [inverse_rule::rcp_of_product]
+///           = S_enc / float(SF)  (__fdiv_rn, quantize_nvfp4.cuh)  [inverse_rule::enc_div_scale]
+///     q_i   = e2m1(x_i * inv)
+///   stored tensor value: the tensor amax (TE keeps `amax`, not S_enc).
+///   dequantize: x = e2m1 * ((float(SF) * amax) * fp32(1/2688)).
+///   Bad input (as TE): amax 0 or Inf -> S_enc = 1; amax subnormal -> S_enc = FLT_MAX;
+///   block amax = fmaxf over |x| from 0, so NaN elements never set a scale; an Inf
+///   element saturates SF to 448 and itself to ±6; a NaN element becomes e2m1(NaN)
+///   (kvq::encode's NaN result); SF rounding to 0 with nonzero x gives inv = FLT_MAX,
+///   so those x saturate to ±6 (an all-zero block gives SF 0 and codes 0).
+///
+/// nvfp4_vllm<Instr> — vLLM NVFP4 KV-cache store
+///   csrc/libtorch_stable/nvfp4_kv_cache_kernels.cu (reshape_and_cache_nvfp4_kernel),
+///   csrc/libtorch_stable/quantization/fp4/nvfp4_utils.cuh (cvt_warp_fp16_to_fp4):
+///     global_scale = 1.0f / k_scale                          (IEEE division)
+///     SFValue = global_scale * (amax16 * rcp(6))             rcp = rcp.approx.ftz.f32
+///     SF = e4m3(SFValue);  SFf = float(SF)
+///     outputScale = SFf != 0 ? rcp(SFf * rcp(global_scale)) : 0
+///     q_i = e2m1(x_i * outputScale)
+///   stored tensor value: k_scale (or v_scale). Dequantize (for analysis; the attention
+///   kernels' order is theirs): x = (e2m1 * SFf) * k_scale.
+///   amax16: __hmax2 tree over bf16/fp16 pairs: NaN only if all 16 are NaN.
+///   Bad input: SF rounding to 0 gives outputScale 0, so the whole block stores 0
+///   (unlike TE); k_scale 0 gives global_scale Inf and whatever IEEE gives from there.
+///
+/// nvfp4_vllm_4over6<Instr> — the same store with NVFP4KVScaleSearch::FOUR_OVER_SIX
+///   (nvfp4_kv_cache_kernels.cu: nvfp4_candidate_scale, nvfp4_reconstruction_error,
+///   cvt_warp_fp16_to_fp4_4over6): candidates with denominator 6 and 4 as above; for
+///   each, dequantScale = os != 0 ? rcp(os) : 0 and over the 8 pairs in order
+///     os == 0: err += x*x + y*y
+///     else:    qx = round_to_nearest_e2m1(x*os) (software, ties to even, NaN -> ±6)
+///              dx = qx*dq - x; dy = qy*dq - y; err += dx*dx + dy*dy
+///   pick /4 iff err4 < err6 (ties keep /6). The 16-element single-thread order is the
+///   CUDA >= 12.9 build (CVT_FP4_PACK16). nvcc contracts these expressions by default;
+///   the multiply-adds go through Instr::mad (instr::ieee_fma = fused as nvcc emits
+///   `x*x + y*y` -> fma(x, x, y*y) and `qx*dq - x` -> fma(qx, dq, -x); instr::ieee = not fused).
+///
+/// nvfp4_torchao / nvfp4_torchao_two_level — torchao 0.18
+///   torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize, per_tensor_amax_to_scale,
+///   NVFP4Tensor.get_hp_scales/dequantize):
+///     block_scale = max_abs / 6          (PyTorch CUDA divides by a Python scalar as
+///                                         max_abs * fp32(1/6): BinaryDivTrueKernel.cu)
+///     single level: s = e4m3(clamp(block_scale, 2^-6, 448)); x * fp32(1 / float(s))
+///     two level:    pts = amax * fp32(1/2688) (per_tensor_amax_to_scale on CUDA)
+///                   s = e4m3(clamp(block_scale / pts, 2^-6, 448));
+///                   x * fp32(fp32(1 / pts) / float(s))
+///   The elements are multiplied by a reciprocal ("to match MSLK triton kernel numerics",
+///   torchao 0.18); torchao before that divided, x / float(s), which resolves e2m1 ties
+///   under a non-power-of-two scale differently. `1.0 / t` is PyTorch's reciprocal (an
+///   IEEE division 1/t, then * 1.0); the tensor / tensor division is IEEE as well.
+///     q_i = e2m1(clamp(scaled, -6, 6))  (f32_to_f4_unpacked: RNE, saturating)
+///   max_abs is torch.amax (NaN propagates: the block scale becomes NaN code 0x7F).
+///   The clamp at 2^-6 keeps every scale nonzero: an all-zero block stores 0x08 and
+///   codes 0. pts = 0 (all-zero tensor) divides 0/0 into NaN exactly as torchao does.
+///   torchao's fp4 cast has no NaN support; kvq stores kvq::encode's NaN result.
+///   dequantize: single e2m1 * float(s); two level e2m1 * (pts * float(s)).
 #pragma once
 
 #include <cstddef>

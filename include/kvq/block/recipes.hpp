@@ -1,5 +1,6 @@
-// kvq/block/recipes.hpp — the named recipes (one alias per element choice) and the
-// runtime description of a recipe, scheme_info (for tables, planners and reports).
+/// \file
+/// kvq/block/recipes.hpp — the named recipes (one alias per element choice) and the
+/// runtime description of a recipe, scheme_info (for tables, planners and reports).
 #pragma once
 
 #include <cstddef>

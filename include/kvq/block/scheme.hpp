@@ -1,24 +1,25 @@
-// kvq/block/scheme.hpp — what every block-scaled scheme describes, and the small
-// exact helpers the recipes share.
-//
-// A scheme is a small literal type (a "recipe") with:
-//   element_format / storage_bits   the element code and how many bits it occupies
-//                                   in the packed buffer (4: two per byte, low nibble
-//                                   first; 2: four per byte; 8: one byte each)
-//   scale_type, scale_bytes         one scale per block, row-major: a std::uint8_t
-//                                   code (e4m3 / ue8m0) or an fp32 value
-//   has_zero_point                  one fp32 zero point (group minimum) per block
-//   tensor_kind                     what the single fp32 tensor value means
-//   block_size()                    elements per block (a constant, or a runtime
-//                                   field for per-token-head / KIVI groups)
-//   prepare(tensor_value)           the tensor-level stage: encode-side constants
-//   quantize_block(x, params, codes, scale, zero[, trace])   one block, KVQ_HD, no
-//                                   allocation; trace (block_trace*, may be null)
-//                                   records the intermediate values
-//   dequantize_block(codes, scale, zero, params, out)
-// The recipes themselves live in nvfp4.hpp, mx.hpp, fp8_kv.hpp, int_group.hpp; each
-// documents its reference file, its exact operation order and its bad-input
-// behaviour. The generic quantize/dequantize over any scheme is in api.hpp.
+/// \file
+/// kvq/block/scheme.hpp — what every block-scaled scheme describes, and the small
+/// exact helpers the recipes share.
+///
+/// A scheme is a small literal type (a "recipe") with:
+///   element_format / storage_bits   the element code and how many bits it occupies
+///                                   in the packed buffer (4: two per byte, low nibble
+///                                   first; 2: four per byte; 8: one byte each)
+///   scale_type, scale_bytes         one scale per block, row-major: a std::uint8_t
+///                                   code (e4m3 / ue8m0) or an fp32 value
+///   has_zero_point                  one fp32 zero point (group minimum) per block
+///   tensor_kind                     what the single fp32 tensor value means
+///   block_size()                    elements per block (a constant, or a runtime
+///                                   field for per-token-head / KIVI groups)
+///   prepare(tensor_value)           the tensor-level stage: encode-side constants
+///   quantize_block(x, params, codes, scale, zero[, trace])   one block, KVQ_HD, no
+///                                   allocation; trace (block_trace*, may be null)
+///                                   records the intermediate values
+///   dequantize_block(codes, scale, zero, params, out)
+/// The recipes themselves live in nvfp4.hpp, mx.hpp, fp8_kv.hpp, int_group.hpp; each
+/// documents its reference file, its exact operation order and its bad-input
+/// behaviour. The generic quantize/dequantize over any scheme is in api.hpp.
 #pragma once
 
 #include <cstddef>

@@ -1,8 +1,9 @@
-// kvq/core/bits.hpp — bit-level views of IEEE binary32/binary64 inputs.
-//
-// Everything here is constexpr where the compiler allows a constexpr bit cast
-// (GCC >= 11, Clang >= 9, nvcc with such a host compiler: __builtin_bit_cast),
-// and usable on the device (no std::memcpy).
+/// \file
+/// kvq/core/bits.hpp — bit-level views of IEEE binary32/binary64 inputs.
+///
+/// Everything here is constexpr where the compiler allows a constexpr bit cast
+/// (GCC >= 11, Clang >= 9, nvcc with such a host compiler: __builtin_bit_cast),
+/// and usable on the device (no std::memcpy).
 #pragma once
 
 #include <cstdint>

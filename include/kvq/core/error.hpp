@@ -1,7 +1,8 @@
-// kvq/core/error.hpp — the error helper of the host API layers. Callers' mistakes
-// (shapes, sizes, names, bad files) raise std::invalid_argument with a message that
-// names the function and the problem: "kvq::attention::compare: Q is 4x64, K is 8x128".
-// Code that also runs on the device never throws; only the host layers use this.
+/// \file
+/// kvq/core/error.hpp — the error helper of the host API layers. Callers' mistakes
+/// (shapes, sizes, names, bad files) raise std::invalid_argument with a message that
+/// names the function and the problem: "kvq::attention::compare: Q is 4x64, K is 8x128".
+/// Code that also runs on the device never throws; only the host layers use this.
 #pragma once
 
 #include <cstddef>

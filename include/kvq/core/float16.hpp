@@ -1,8 +1,9 @@
-// kvq/core/float16.hpp — the 16-bit floats of KV caches and attention kernels: bfloat16
-// and IEEE binary16 (fp16), widened to float exactly and narrowed with round to nearest
-// even, as the GPU's cvt.rn.bf16.f32 / cvt.rn.f16.f32 (__float2bfloat16_rn,
-// __float2half_rn) and PyTorch's casts do. The one implementation of these conversions
-// in kvq: storage formats, attention paths, verifiers and device code all use it.
+/// \file
+/// kvq/core/float16.hpp — the 16-bit floats of KV caches and attention kernels: bfloat16
+/// and IEEE binary16 (fp16), widened to float exactly and narrowed with round to nearest
+/// even, as the GPU's cvt.rn.bf16.f32 / cvt.rn.f16.f32 (__float2bfloat16_rn,
+/// __float2half_rn) and PyTorch's casts do. The one implementation of these conversions
+/// in kvq: storage formats, attention paths, verifiers and device code all use it.
 #pragma once
 
 #include <cstdint>

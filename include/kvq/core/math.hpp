@@ -1,48 +1,49 @@
-// kvq/core/math.hpp — deterministic elementary functions: exp, exp2, log, log2
-// (float and double), sin, cos, sincos (float), and the turn-based sin/cos used by the
-// Box–Muller generator.
-//
-// Why: glibc's expf, CUDA's expf (which goes through the approximate ex2.approx unit)
-// and MSVC's expf are three different functions. kvq needs the same bits on every host
-// and device compiler, so it carries its own, built only from IEEE-754 basic operations
-// (+ - * /, sqrt, fma — all correctly rounded on every IEEE platform and on the GPU
-// without fast-math) and integer bit manipulation. Nothing here depends on the
-// rounding-mode environment beyond the default round-to-nearest-even, nor on FTZ/DAZ
-// (kvq keeps denormals on both sides).
-//
-// This header only needs config.hpp and core/bits.hpp, so the lower layers
-// (inject/, metrics/) may include it.
-//
-// Accuracy (proved by tests/attention/test_math*.cpp):
-//  - float exp, exp2, log, log2, sin, cos: at most 1 ulp from the correctly rounded
-//    result for every float input (exhaustive test over the whole used range against
-//    a correctly rounded oracle: glibc's double functions, with Boost.Multiprecision
-//    deciding the inputs whose double result lies near a float rounding boundary).
-//    They are computed in double (about 2^-60 relative error before the final
-//    rounding), so the float result is correctly rounded except where the exact value
-//    lies within ~2^-30 ulp of a rounding boundary; the exhaustive test counts those.
-//  - double exp, exp2, log, log2: < 1 ulp (double-double argument reduction and
-//    final step), checked on many random and edge inputs against cpp_bin_float_50.
-// Special values follow C99 Annex F: exp(NaN)=NaN, exp(+inf)=+inf, exp(-inf)=+0,
-// overflow -> +inf, underflow -> subnormal or +0 (correctly rounded); log(+-0)=-inf,
-// log(x<0)=NaN, log(+inf)=+inf, log(1)=+0; sin(+-inf)=cos(+-inf)=NaN, sin(-0)=-0.
-//
-// Methods (the standard ones; no code taken from any library):
-//  - exp: x = k ln2 + r, |r| <= ~0.35, with ln2 split in a 32-bit head (k*ln2_hi exact
-//    for |k| < 2^21) and a tail; r carried as a double-double; e^r = 1 + r + r^2 Q(r)
-//    with the Taylor coefficients 1/n!, n = 2..13 (truncation < 2^-57); the sum
-//    1 + r is formed exactly (two_sum), the rest added once. Scaling by 2^k goes in
-//    two exact steps plus one final rounding so subnormal results round once.
-//  - exp2: x = k + f, |f| <= 1/2 exact; r = f ln2 as double-double (fma), same core.
-//  - log: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1 exact, s = f/(2+f),
-//    log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)), R(z) = sum_{j=1..11} 2 z^j/(2j+1)
-//    (truncation < 2^-60); f - f^2/2 formed exactly (fma, two_sum); the result of
-//    k ln2 + log(1+f) is kept as a double-double. log2 = k + log(1+f) * (1/ln2) in
-//    double-double, so log2 of a power of two is exact.
-//  - sin/cos (float): |x| <= pi/4 is used directly; otherwise Payne–Hanek reduction
-//    with an integer window of 128 bits of 2/pi (exact integer arithmetic, valid for
-//    every finite float), giving r in [-pi/4, pi/4] as a double-double and the
-//    quadrant; Taylor polynomials to r^19 / r^18.
+/// \file
+/// kvq/core/math.hpp — deterministic elementary functions: exp, exp2, log, log2
+/// (float and double), sin, cos, sincos (float), and the turn-based sin/cos used by the
+/// Box–Muller generator.
+///
+/// Why: glibc's expf, CUDA's expf (which goes through the approximate ex2.approx unit)
+/// and MSVC's expf are three different functions. kvq needs the same bits on every host
+/// and device compiler, so it carries its own, built only from IEEE-754 basic operations
+/// (+ - * /, sqrt, fma — all correctly rounded on every IEEE platform and on the GPU
+/// without fast-math) and integer bit manipulation. Nothing here depends on the
+/// rounding-mode environment beyond the default round-to-nearest-even, nor on FTZ/DAZ
+/// (kvq keeps denormals on both sides).
+///
+/// This header only needs config.hpp and core/bits.hpp, so the lower layers
+/// (inject/, metrics/) may include it.
+///
+/// Accuracy (proved by tests/attention/test_math*.cpp):
+///  - float exp, exp2, log, log2, sin, cos: at most 1 ulp from the correctly rounded
+///    result for every float input (exhaustive test over the whole used range against
+///    a correctly rounded oracle: glibc's double functions, with Boost.Multiprecision
+///    deciding the inputs whose double result lies near a float rounding boundary).
+///    They are computed in double (about 2^-60 relative error before the final
+///    rounding), so the float result is correctly rounded except where the exact value
+///    lies within ~2^-30 ulp of a rounding boundary; the exhaustive test counts those.
+///  - double exp, exp2, log, log2: < 1 ulp (double-double argument reduction and
+///    final step), checked on many random and edge inputs against cpp_bin_float_50.
+/// Special values follow C99 Annex F: exp(NaN)=NaN, exp(+inf)=+inf, exp(-inf)=+0,
+/// overflow -> +inf, underflow -> subnormal or +0 (correctly rounded); log(+-0)=-inf,
+/// log(x<0)=NaN, log(+inf)=+inf, log(1)=+0; sin(+-inf)=cos(+-inf)=NaN, sin(-0)=-0.
+///
+/// Methods (the standard ones; no code taken from any library):
+///  - exp: x = k ln2 + r, |r| <= ~0.35, with ln2 split in a 32-bit head (k*ln2_hi exact
+///    for |k| < 2^21) and a tail; r carried as a double-double; e^r = 1 + r + r^2 Q(r)
+///    with the Taylor coefficients 1/n!, n = 2..13 (truncation < 2^-57); the sum
+///    1 + r is formed exactly (two_sum), the rest added once. Scaling by 2^k goes in
+///    two exact steps plus one final rounding so subnormal results round once.
+///  - exp2: x = k + f, |f| <= 1/2 exact; r = f ln2 as double-double (fma), same core.
+///  - log: x = 2^k m, m in [sqrt(1/2), sqrt(2)), f = m - 1 exact, s = f/(2+f),
+///    log(1+f) = f - f^2/2 + s (f^2/2 + R(s^2)), R(z) = sum_{j=1..11} 2 z^j/(2j+1)
+///    (truncation < 2^-60); f - f^2/2 formed exactly (fma, two_sum); the result of
+///    k ln2 + log(1+f) is kept as a double-double. log2 = k + log(1+f) * (1/ln2) in
+///    double-double, so log2 of a power of two is exact.
+///  - sin/cos (float): |x| <= pi/4 is used directly; otherwise Payne–Hanek reduction
+///    with an integer window of 128 bits of 2/pi (exact integer arithmetic, valid for
+///    every finite float), giving r in [-pi/4, pi/4] as a double-double and the
+///    quadrant; Taylor polynomials to r^19 / r^18.
 #pragma once
 
 #include <cmath>

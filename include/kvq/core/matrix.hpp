@@ -1,6 +1,7 @@
-// kvq/core/matrix.hpp — the host matrix types of kvq: row-major Eigen matrices, one row
-// per token (or query), one column per head-dimension channel. A row is contiguous, so
-// the block schemes' blocks run along it, as in a KV cache.
+/// \file
+/// kvq/core/matrix.hpp — the host matrix types of kvq: row-major Eigen matrices, one row
+/// per token (or query), one column per head-dimension channel. A row is contiguous, so
+/// the block schemes' blocks run along it, as in a KV cache.
 #pragma once
 
 #include <Eigen/Core>

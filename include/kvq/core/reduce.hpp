@@ -1,22 +1,23 @@
-// kvq/core/reduce.hpp — sums, dot products and maxima over a span in a fixed-shape
-// pairwise tree, identical on every host, device and thread count.
-//
-// The tree (depends only on the length n):
-//   sum(x[0..n)) = x[0]                                  if n == 1
-//                = sum(x[0..h)) + sum(x[h..n))           otherwise,
-//   h = the largest power of two strictly less than n.
-// So a power-of-two length is a perfectly balanced tree, and any other length is the
-// balanced tree of its leading 2^floor(log2 n) elements plus the tree of the rest:
-// sum = B_0 + (B_1 + (... + B_m)), where B_0 > B_1 > ... are the power-of-two blocks
-// given by the binary digits of n, taken from the front. The empty sum is +0.
-// (Example n = 6: ((x0 + x1) + (x2 + x3)) + (x4 + x5).)
-//
-// The same shape is produced by a streaming binary-counter accumulator
-// (tree_accumulator, O(log n) state), so a reduction over an unbounded stream (e.g. the
-// keys of a 128k-token context, block by block) gives the same bits as the array form.
-// Dot products round each product a_i*b_i to the accumulation type first (no fma),
-// then sum in the tree. Maxima use the same tree; max(a, b) = NaN if either is NaN,
-// else (a > b ? a : b) (so of +0 and -0 the right operand wins).
+/// \file
+/// kvq/core/reduce.hpp — sums, dot products and maxima over a span in a fixed-shape
+/// pairwise tree, identical on every host, device and thread count.
+///
+/// The tree (depends only on the length n):
+///   sum(x[0..n)) = x[0]                                  if n == 1
+///                = sum(x[0..h)) + sum(x[h..n))           otherwise,
+///   h = the largest power of two strictly less than n.
+/// So a power-of-two length is a perfectly balanced tree, and any other length is the
+/// balanced tree of its leading 2^floor(log2 n) elements plus the tree of the rest:
+/// sum = B_0 + (B_1 + (... + B_m)), where B_0 > B_1 > ... are the power-of-two blocks
+/// given by the binary digits of n, taken from the front. The empty sum is +0.
+/// (Example n = 6: ((x0 + x1) + (x2 + x3)) + (x4 + x5).)
+///
+/// The same shape is produced by a streaming binary-counter accumulator
+/// (tree_accumulator, O(log n) state), so a reduction over an unbounded stream (e.g. the
+/// keys of a 128k-token context, block by block) gives the same bits as the array form.
+/// Dot products round each product a_i*b_i to the accumulation type first (no fma),
+/// then sum in the tree. Maxima use the same tree; max(a, b) = NaN if either is NaN,
+/// else (a > b ? a : b) (so of +0 and -0 the right operand wins).
 #pragma once
 
 #include <cstddef>

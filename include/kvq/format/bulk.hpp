@@ -1,8 +1,9 @@
-// kvq/format/bulk.hpp — encode/decode whole arrays.
-//
-// The loops instantiate the scalar kvq::encode with compile-time policies so the
-// compiler can vectorise them; they are bit-identical to the scalar function
-// (that *is* the function). Decoding goes through a 256-entry table.
+/// \file
+/// kvq/format/bulk.hpp — encode/decode whole arrays.
+///
+/// The loops instantiate the scalar kvq::encode with compile-time policies so the
+/// compiler can vectorise them; they are bit-identical to the scalar function
+/// (that *is* the function). Decoding goes through a 256-entry table.
 #pragma once
 
 #include <array>

@@ -1,8 +1,9 @@
-// kvq/format/decode.hpp — minifloat code -> exact float or double value.
-//
-// Every value of every kvq format is exactly representable in float (ue8m0's
-// 2^-127 is a float subnormal), so decode is exact. NaN codes decode to a quiet
-// NaN carrying the code's sign bit; bits above the format's width are ignored.
+/// \file
+/// kvq/format/decode.hpp — minifloat code -> exact float or double value.
+///
+/// Every value of every kvq format is exactly representable in float (ue8m0's
+/// 2^-127 is a float subnormal), so decode is exact. NaN codes decode to a quiet
+/// NaN carrying the code's sign bit; bits above the format's width are ignored.
 #pragma once
 
 #include <cstdint>

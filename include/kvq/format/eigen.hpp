@@ -1,6 +1,7 @@
-// kvq/format/eigen.hpp — Eigen::NumTraits for kvq's value types, so that
-// `Eigen::MatrixXf::cast<kvq::e4m3>()` quantizes element-wise (nearest_even,
-// satfinite) and `.cast<float>()` decodes exactly.
+/// \file
+/// kvq/format/eigen.hpp — Eigen::NumTraits for kvq's value types, so that
+/// `Eigen::MatrixXf::cast<kvq::e4m3>()` quantizes element-wise (nearest_even,
+/// satfinite) and `.cast<float>()` decodes exactly.
 #pragma once
 
 #include <Eigen/Core>

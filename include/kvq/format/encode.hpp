@@ -1,30 +1,31 @@
-// kvq/format/encode.hpp — float/double -> minifloat code, one rounding only.
-//
-// The contract (DESIGN "Conversion semantics"): for every float and double input,
-// with rounding::nearest_even, kvq::encode returns the code that CUDA's host
-// conversion functions return (cuda_fp8.hpp __nv_cvt_{float,double}_to_fp8,
-// cuda_fp6.hpp __nv_cvt_*_to_fp6, cuda_fp4.hpp __nv_cvt_*_to_fp4,
-// __nv_cvt_*_to_e8m0 with RZ/RP), which is what `cvt.rn.satfinite` produces on
-// the GPU. A double input is rounded directly to the target, never through float.
-//
-// Algorithm: |x| = m * 2^k with m an integer significand (24 or 53 bits). The
-// target binade is eT = max(floor(log2|x|), emin); the quantum 2^(eT - M). The
-// significand in quanta, q = m >> shift, is rounded on the shifted-out bits, and
-// the code magnitude is ((eT - emin) << M) + q: a carry out of q moves into the
-// exponent field by itself, and for formats with subnormals the same expression
-// covers the subnormal binade. No count-leading-zeros, no division, no branch on
-// the value except the special inputs: it vectorises (see bulk.hpp).
-//
-// Edge policy (each row checked exhaustively against CUDA in tests/format):
-//   input      | e4m3            | e5m2                   | e2m1/e3m2/e2m3 | ue8m0
-//   float NaN  | 0x7F            | 0x7F                   | +max (0x7/0x1F)| 0xFF
-//   double NaN | 0x7F|sign       | 0x7E|payload bit50|sign| +max           | 0xFF
-//   +-Inf      | sat: +-448; nosat: 0x7F|sign | sat: +-57344; nosat: +-Inf | +-max | sat 0xFE, nosat 0xFF
-//   overflow   | as Inf (finite inputs: see kvq::overflow for directed modes)
-//   +-0, tiny  | +-0 (sign kept)                          | +-0            | 0x00 (no zero: 2^-127)
-//   negative   | —                                                         | sign ignored (|x|)
-// fnuz formats: NaN and nosat overflow -> 0x80, no -0 (a negative result that
-// rounds to zero is +0). ue4m3 (NVFP4 scale) behaves as e4m3 on |x|.
+/// \file
+/// kvq/format/encode.hpp — float/double -> minifloat code, one rounding only.
+///
+/// The contract (DESIGN "Conversion semantics"): for every float and double input,
+/// with rounding::nearest_even, kvq::encode returns the code that CUDA's host
+/// conversion functions return (cuda_fp8.hpp __nv_cvt_{float,double}_to_fp8,
+/// cuda_fp6.hpp __nv_cvt_*_to_fp6, cuda_fp4.hpp __nv_cvt_*_to_fp4,
+/// __nv_cvt_*_to_e8m0 with RZ/RP), which is what `cvt.rn.satfinite` produces on
+/// the GPU. A double input is rounded directly to the target, never through float.
+///
+/// Algorithm: |x| = m * 2^k with m an integer significand (24 or 53 bits). The
+/// target binade is eT = max(floor(log2|x|), emin); the quantum 2^(eT - M). The
+/// significand in quanta, q = m >> shift, is rounded on the shifted-out bits, and
+/// the code magnitude is ((eT - emin) << M) + q: a carry out of q moves into the
+/// exponent field by itself, and for formats with subnormals the same expression
+/// covers the subnormal binade. No count-leading-zeros, no division, no branch on
+/// the value except the special inputs: it vectorises (see bulk.hpp).
+///
+/// Edge policy (each row checked exhaustively against CUDA in tests/format):
+///   input      | e4m3            | e5m2                   | e2m1/e3m2/e2m3 | ue8m0
+///   float NaN  | 0x7F            | 0x7F                   | +max (0x7/0x1F)| 0xFF
+///   double NaN | 0x7F|sign       | 0x7E|payload bit50|sign| +max           | 0xFF
+///   +-Inf      | sat: +-448; nosat: 0x7F|sign | sat: +-57344; nosat: +-Inf | +-max | sat 0xFE, nosat 0xFF
+///   overflow   | as Inf (finite inputs: see kvq::overflow for directed modes)
+///   +-0, tiny  | +-0 (sign kept)                          | +-0            | 0x00 (no zero: 2^-127)
+///   negative   | —                                                         | sign ignored (|x|)
+/// fnuz formats: NaN and nosat overflow -> 0x80, no -0 (a negative result that
+/// rounds to zero is +0). ue4m3 (NVFP4 scale) behaves as e4m3 on |x|.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,11 @@
-// kvq/format/formats.hpp — the named formats as instances of minifloat_format.
-//
-// References: OCP 8-bit Floating Point Specification (OFP8) rev 1.0 (e4m3 "fn",
-// e5m2); OCP Microscaling Formats (MX) v1.0 (e3m2, e2m3, e2m1, E8M0 scale);
-// NVIDIA PTX ISA, "Alternate Floating Point Data Formats" (ue8m0, ue4m3 for
-// NVFP4 block scales); Graphcore/AMD fnuz formats (bias one larger, 0x80 = NaN),
-// as in ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz.
+/// \file
+/// kvq/format/formats.hpp — the named formats as instances of minifloat_format.
+///
+/// References: OCP 8-bit Floating Point Specification (OFP8) rev 1.0 (e4m3 "fn",
+/// e5m2); OCP Microscaling Formats (MX) v1.0 (e3m2, e2m3, e2m1, E8M0 scale);
+/// NVIDIA PTX ISA, "Alternate Floating Point Data Formats" (ue8m0, ue4m3 for
+/// NVFP4 block scales); Graphcore/AMD fnuz formats (bias one larger, 0x80 = NaN),
+/// as in ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz.
 #pragma once
 
 #include <kvq/format/traits.hpp>

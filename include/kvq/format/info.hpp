@@ -1,7 +1,8 @@
-// kvq/format/info.hpp — a printable description of each named format (host only).
-//
-// The numbers are computed from the traits and the encoder itself (e.g. what NaN
-// becomes is kvq::encode of a NaN), so the table can never disagree with the code.
+/// \file
+/// kvq/format/info.hpp — a printable description of each named format (host only).
+///
+/// The numbers are computed from the traits and the encoder itself (e.g. what NaN
+/// becomes is kvq::encode of a NaN), so the table can never disagree with the code.
 #pragma once
 
 #include <array>

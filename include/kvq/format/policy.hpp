@@ -1,4 +1,5 @@
-// kvq/format/policy.hpp — rounding and overflow policies of a conversion.
+/// \file
+/// kvq/format/policy.hpp — rounding and overflow policies of a conversion.
 #pragma once
 
 namespace kvq {

@@ -1,10 +1,11 @@
-// kvq/format/traits.hpp — the generic minifloat format description.
-//
-// A format is a traits type: sign bit or not, exponent and mantissa widths, bias,
-// the special-value encoding, and whether the all-zero exponent field holds
-// subnormals. Like CUTLASS's exmy_base.h (format properties separate from value
-// types and converters) and libcu++'s __floating_point/ traits, nothing here
-// converts anything; encode.hpp and decode.hpp are free functions templated on it.
+/// \file
+/// kvq/format/traits.hpp — the generic minifloat format description.
+///
+/// A format is a traits type: sign bit or not, exponent and mantissa widths, bias,
+/// the special-value encoding, and whether the all-zero exponent field holds
+/// subnormals. Like CUTLASS's exmy_base.h (format properties separate from value
+/// types and converters) and libcu++'s __floating_point/ traits, nothing here
+/// converts anything; encode.hpp and decode.hpp are free functions templated on it.
 #pragma once
 
 #include <cstdint>

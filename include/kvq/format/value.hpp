@@ -1,10 +1,11 @@
-// kvq/format/value.hpp — one-byte value types (kvq::e4m3, kvq::e2m1, ...).
-//
-// A minifloat<F> stores one code. Conversions are explicit in both directions
-// (from float/double with the default policy: nearest_even, satfinite; to the
-// exact float/double value), so a quantization never happens by accident.
-// Comparisons compare values (NaN is unordered, +0 == -0). There is no
-// arithmetic: compute in float and convert, which is what the GPU does too.
+/// \file
+/// kvq/format/value.hpp — one-byte value types (kvq::e4m3, kvq::e2m1, ...).
+///
+/// A minifloat<F> stores one code. Conversions are explicit in both directions
+/// (from float/double with the default policy: nearest_even, satfinite; to the
+/// exact float/double value), so a quantization never happens by accident.
+/// Comparisons compare values (NaN is unordered, +0 == -0). There is no
+/// arithmetic: compute in float and convert, which is what the GPU does too.
 #pragma once
 
 #include <cstdint>

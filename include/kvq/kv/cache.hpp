@@ -1,23 +1,24 @@
-// kvq/kv/cache.hpp — quantized KV caches with mixed-precision policies.
-//
-// layer_cache holds one layer's keys and values for every KV head. Each token is stored
-// in one of four places, decided by the layer's precision_policy:
-//   keep    the first `sink_tokens` tokens and caller-flagged spans (e.g. the tokens of
-//           an article or case number in a legal prompt), kept at `high` precision for good;
-//   window  the most recent `recent_window` tokens, at `high` precision; a token leaving
-//           the window is quantized from its stored high-precision values (as KIVI
-//           quantizes its fp16 residual);
-//   low     every other token, in the low-precision format of the phase in which it
-//           arrived (`low_k`/`low_v` for prefill, `decode_low_k`/`decode_low_v` if set
-//           for decode — the per-phase choice).
-// The policy is per layer (kv_cache takes one per layer). Tensor-level values of the
-// low formats (TE amax, vLLM k_scale/v_scale, torchao per_tensor_scale) are given in the
-// policy or calibrated once from the first rows that reach the store — over all heads
-// (tensor_scope::per_layer, as vLLM's per-layer k_scale) or per head — and then frozen.
-// Appending a prefill chunk or the same tokens one at a time gives identical stores,
-// except that calibration sees the first chunk.
-// memory_bytes() counts every byte held for K and V: codes, scales, zero points,
-// high-precision rows and the tensor values (4 bytes each).
+/// \file
+/// kvq/kv/cache.hpp — quantized KV caches with mixed-precision policies.
+///
+/// layer_cache holds one layer's keys and values for every KV head. Each token is stored
+/// in one of four places, decided by the layer's precision_policy:
+///   keep    the first `sink_tokens` tokens and caller-flagged spans (e.g. the tokens of
+///           an article or case number in a legal prompt), kept at `high` precision for good;
+///   window  the most recent `recent_window` tokens, at `high` precision; a token leaving
+///           the window is quantized from its stored high-precision values (as KIVI
+///           quantizes its fp16 residual);
+///   low     every other token, in the low-precision format of the phase in which it
+///           arrived (`low_k`/`low_v` for prefill, `decode_low_k`/`decode_low_v` if set
+///           for decode — the per-phase choice).
+/// The policy is per layer (kv_cache takes one per layer). Tensor-level values of the
+/// low formats (TE amax, vLLM k_scale/v_scale, torchao per_tensor_scale) are given in the
+/// policy or calibrated once from the first rows that reach the store — over all heads
+/// (tensor_scope::per_layer, as vLLM's per-layer k_scale) or per head — and then frozen.
+/// Appending a prefill chunk or the same tokens one at a time gives identical stores,
+/// except that calibration sees the first chunk.
+/// memory_bytes() counts every byte held for K and V: codes, scales, zero points,
+/// high-precision rows and the tensor values (4 bytes each).
 #pragma once
 
 #include <cstddef>

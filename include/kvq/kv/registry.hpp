@@ -1,33 +1,34 @@
-// kvq/kv/registry.hpp — the scheme registry: every KV storage scheme kvq offers, under
-// one canonical name, with one description, one bits-per-value rule and one
-// quantize–dequantize round trip. The kvq command and its studies, `kvq memory`, the
-// verifier, the planner, the examples and the Python module all resolve scheme names
-// here, so one name always means the same bits.
-//
-// A scheme is a storage format (kv_format: high precision or a kvq::block recipe) plus
-// the rule that picks its tensor-level value when the caller gives none:
-//   unit        1.0 (vLLM's default k_scale = v_scale = 1.0)
-//   calibrated  vLLM calc_kv_scales: amax * fp32(1/200) for K, amax * fp32(1/100) for V
-//   from_amax   the recipe's own rule (TE NVFP4: the tensor amax; vLLM NVFP4: amax/2688;
-//               torchao two-level: its per_tensor_scale)
-//   none        the format has no tensor value
-// The round trip is the KV store itself (kv/store.hpp): a tokens x head_dim matrix of
-// one head is appended to the store the format's cache would use and read back. That
-// makes the cache, the studies and the verifier agree by construction, and gives KIVI
-// one definition of its full-precision window (KIVI models/llama_kivi.py): keys are
-// quantized per channel in chunks of `residual` (128) tokens, groups of 32 tokens, so
-// the last n mod 128 keys stay at full precision; values are quantized per token in
-// groups of 32 channels, except the most recent 128, which stay at full precision.
-// Full precision is the scheme's compute type (fp32 for kivi_int*, fp16 for
-// kivi_int*_fp16).
-//
-// Canonical names, with the old spellings kept as aliases (output always prints the
-// canonical name): `kvq study outliers --help`, `kvq memory --list-formats` or
-// scheme_names() list them.
-//
-// Users add their own schemes with register_scheme(): from a kvq::block recipe type
-// (make_scheme<S>) or from a pair of callables (bits per value, round trip). Every study
-// then accepts the new name (examples/custom_scheme.cpp).
+/// \file
+/// kvq/kv/registry.hpp — the scheme registry: every KV storage scheme kvq offers, under
+/// one canonical name, with one description, one bits-per-value rule and one
+/// quantize–dequantize round trip. The kvq command and its studies, `kvq memory`, the
+/// verifier, the planner, the examples and the Python module all resolve scheme names
+/// here, so one name always means the same bits.
+///
+/// A scheme is a storage format (kv_format: high precision or a kvq::block recipe) plus
+/// the rule that picks its tensor-level value when the caller gives none:
+///   unit        1.0 (vLLM's default k_scale = v_scale = 1.0)
+///   calibrated  vLLM calc_kv_scales: amax * fp32(1/200) for K, amax * fp32(1/100) for V
+///   from_amax   the recipe's own rule (TE NVFP4: the tensor amax; vLLM NVFP4: amax/2688;
+///               torchao two-level: its per_tensor_scale)
+///   none        the format has no tensor value
+/// The round trip is the KV store itself (kv/store.hpp): a tokens x head_dim matrix of
+/// one head is appended to the store the format's cache would use and read back. That
+/// makes the cache, the studies and the verifier agree by construction, and gives KIVI
+/// one definition of its full-precision window (KIVI models/llama_kivi.py): keys are
+/// quantized per channel in chunks of `residual` (128) tokens, groups of 32 tokens, so
+/// the last n mod 128 keys stay at full precision; values are quantized per token in
+/// groups of 32 channels, except the most recent 128, which stay at full precision.
+/// Full precision is the scheme's compute type (fp32 for kivi_int*, fp16 for
+/// kivi_int*_fp16).
+///
+/// Canonical names, with the old spellings kept as aliases (output always prints the
+/// canonical name): `kvq study outliers --help`, `kvq memory --list-formats` or
+/// scheme_names() list them.
+///
+/// Users add their own schemes with register_scheme(): from a kvq::block recipe type
+/// (make_scheme<S>) or from a pair of callables (bits per value, round trip). Every study
+/// then accepts the new name (examples/custom_scheme.cpp).
 #pragma once
 
 #include <cstddef>

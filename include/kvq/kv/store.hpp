@@ -1,20 +1,21 @@
-// kvq/kv/store.hpp — per-head token stores: one head's K or V rows under one format.
-//
-//  - plain_row_store: rows kept at bf16 / fp16 / fp32 (round to nearest even).
-//  - block_row_store<S>: rows quantized with a block scheme along head_dim (NVFP4, MX,
-//    FP8 per tensor, per-token-head). Rows are independent, so appending one token at a
-//    time or a prefill chunk gives the same codes; the scheme's tensor value (TE amax,
-//    vLLM k_scale, torchao per_tensor_scale) is fixed when the store is made and never
-//    recomputed (vLLM calibrates once and freezes; kv/cache.hpp decides the value).
-//  - kivi_key_store / kivi_value_store: KIVI (models/llama_kivi.py). Keys are quantized
-//    per channel in groups of `group` consecutive tokens; new keys wait at full precision
-//    until `residual` of them have accumulated, then all of them are quantized (prefill:
-//    the first n - n % residual tokens at once). Values are quantized per token in groups
-//    of `group` channels; the most recent `residual` values stay at full precision and
-//    the oldest is quantized as each new one arrives (prefill: all but the last
-//    `residual`). Full precision means the compute dtype (fp16 for KIVI's models).
-// memory_bytes() is exactly the bytes the store holds (codes, scales, zero points,
-// full-precision rows); a scheme's single tensor value is counted by the cache.
+/// \file
+/// kvq/kv/store.hpp — per-head token stores: one head's K or V rows under one format.
+///
+///  - plain_row_store: rows kept at bf16 / fp16 / fp32 (round to nearest even).
+///  - block_row_store<S>: rows quantized with a block scheme along head_dim (NVFP4, MX,
+///    FP8 per tensor, per-token-head). Rows are independent, so appending one token at a
+///    time or a prefill chunk gives the same codes; the scheme's tensor value (TE amax,
+///    vLLM k_scale, torchao per_tensor_scale) is fixed when the store is made and never
+///    recomputed (vLLM calibrates once and freezes; kv/cache.hpp decides the value).
+///  - kivi_key_store / kivi_value_store: KIVI (models/llama_kivi.py). Keys are quantized
+///    per channel in groups of `group` consecutive tokens; new keys wait at full precision
+///    until `residual` of them have accumulated, then all of them are quantized (prefill:
+///    the first n - n % residual tokens at once). Values are quantized per token in groups
+///    of `group` channels; the most recent `residual` values stay at full precision and
+///    the oldest is quantized as each new one arrives (prefill: all but the last
+///    `residual`). Full precision means the compute dtype (fp16 for KIVI's models).
+/// memory_bytes() is exactly the bytes the store holds (codes, scales, zero points,
+/// full-precision rows); a scheme's single tensor value is counted by the cache.
 #pragma once
 
 #include <cstddef>

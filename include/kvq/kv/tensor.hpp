@@ -1,9 +1,10 @@
-// kvq/kv/tensor.hpp — KV tensors on Eigen.
-//
-// One head's keys (or values) are a row-major tokens x head_dim matrix: row t is
-// token t's vector, so a row is contiguous and the block schemes' blocks run along
-// it. A layer's K (or V) is one matrix per KV head; with grouped-query attention
-// query head h reads KV head h / (num_q_heads / num_kv_heads).
+/// \file
+/// kvq/kv/tensor.hpp — KV tensors on Eigen.
+///
+/// One head's keys (or values) are a row-major tokens x head_dim matrix: row t is
+/// token t's vector, so a row is contiguous and the block schemes' blocks run along
+/// it. A layer's K (or V) is one matrix per KV head; with grouped-query attention
+/// query head h reads KV head h / (num_q_heads / num_kv_heads).
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
-// kvq/mma/api.hpp — checked host entry points: names for the presets, and inner products
-// over float arrays whose values must be exactly representable in the input format.
+/// \file
+/// kvq/mma/api.hpp — checked host entry points: names for the presets, and inner products
+/// over float arrays whose values must be exactly representable in the input format.
 #pragma once
 
 #include <kvq/mma/dot.hpp>

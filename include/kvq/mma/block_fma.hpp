@@ -1,21 +1,22 @@
-// kvq/mma/block_fma.hpp — one tensor-core block FMA, d = a·b + c over up to k products,
-// in exact integer arithmetic (KVQ_HD: no allocation, no exceptions, no 128-bit types).
-//
-// The rule (parameters in params.hpp) follows Khattak & Mikaitis, "Accurate Models of
-// NVIDIA Tensor Cores" (arXiv 2512.07004), section on the block FMA: products are exact;
-// every term is aligned to the largest exponent E of the block and truncated toward zero
-// to a multiple of 2^(E - frac_bits); the aligned terms are added exactly; the sum is
-// normalised and rounded once to `result_frac_bits` fraction bits (toward zero or to
-// nearest even), with subnormal results in the output format's range. Where c enters
-// is a parameter (c_entry): as one more aligned term, exactly after the product sum, or
-// by a separate IEEE addition after the product sum has been truncated (the Blackwell
-// FP8 path, see presets.hpp).
-//
-// Special values (IEEE-style propagation, as the paper's model and PTX ISA §9.7.14 for
-// mma describe; the recorded data hold no NaN/Inf, so this part is not checked against
-// hardware): any NaN operand, Inf × 0, or Infs of both signs give NaN (returned as the
-// canonical 0x7fffffff); otherwise any Inf gives Inf of its sign. Finite overflow gives
-// Inf under nearest-even and the largest finite value under toward-zero.
+/// \file
+/// kvq/mma/block_fma.hpp — one tensor-core block FMA, d = a·b + c over up to k products,
+/// in exact integer arithmetic (KVQ_HD: no allocation, no exceptions, no 128-bit types).
+///
+/// The rule (parameters in params.hpp) follows Khattak & Mikaitis, "Accurate Models of
+/// NVIDIA Tensor Cores" (arXiv 2512.07004), section on the block FMA: products are exact;
+/// every term is aligned to the largest exponent E of the block and truncated toward zero
+/// to a multiple of 2^(E - frac_bits); the aligned terms are added exactly; the sum is
+/// normalised and rounded once to `result_frac_bits` fraction bits (toward zero or to
+/// nearest even), with subnormal results in the output format's range. Where c enters
+/// is a parameter (c_entry): as one more aligned term, exactly after the product sum, or
+/// by a separate IEEE addition after the product sum has been truncated (the Blackwell
+/// FP8 path, see presets.hpp).
+///
+/// Special values (IEEE-style propagation, as the paper's model and PTX ISA §9.7.14 for
+/// mma describe; the recorded data hold no NaN/Inf, so this part is not checked against
+/// hardware): any NaN operand, Inf × 0, or Infs of both signs give NaN (returned as the
+/// canonical 0x7fffffff); otherwise any Inf gives Inf of its sign. Finite overflow gives
+/// Inf under nearest-even and the largest finite value under toward-zero.
 #pragma once
 
 #include <kvq/config.hpp>

@@ -1,6 +1,7 @@
-// kvq/mma/dot.hpp — an inner product longer than one hardware step: consecutive blocks of
-// p.k products, d of each block being c of the next (how an MMA instruction sequence
-// over K accumulates, and how the recorded sm_89 / sm_80 K = 16, 32 lines were produced).
+/// \file
+/// kvq/mma/dot.hpp — an inner product longer than one hardware step: consecutive blocks of
+/// p.k products, d of each block being c of the next (how an MMA instruction sequence
+/// over K accumulates, and how the recorded sm_89 / sm_80 K = 16, 32 lines were produced).
 #pragma once
 
 #include <kvq/config.hpp>

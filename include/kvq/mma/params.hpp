@@ -1,14 +1,15 @@
-// kvq/mma/params.hpp — the knobs of a tensor-core block fused multiply-add model.
-//
-// A tensor-core instruction computes d = a·b + c over k products in one hardware step
-// ("block FMA"). It does not round like a chain of IEEE fp32 operations: the products
-// are exact, they are aligned to the largest exponent of the block inside a fixed-point
-// window of `frac_bits` fraction bits (bits below the window are dropped), the aligned
-// terms are added exactly, and the sum is normalised and rounded once. These parameters
-// follow the numerical-feature description of Khattak & Mikaitis, "Accurate Models of
-// NVIDIA Tensor Cores" (arXiv 2512.07004), whose MATLAB models
-// (north-numerical-computing/MATLAB-tensor-core, models/tools/Generic_BFMA_TC.m) use the
-// same quantities under the names fma, neab, frmode, late_partial_sum, min_exp_limit.
+/// \file
+/// kvq/mma/params.hpp — the knobs of a tensor-core block fused multiply-add model.
+///
+/// A tensor-core instruction computes d = a·b + c over k products in one hardware step
+/// ("block FMA"). It does not round like a chain of IEEE fp32 operations: the products
+/// are exact, they are aligned to the largest exponent of the block inside a fixed-point
+/// window of `frac_bits` fraction bits (bits below the window are dropped), the aligned
+/// terms are added exactly, and the sum is normalised and rounded once. These parameters
+/// follow the numerical-feature description of Khattak & Mikaitis, "Accurate Models of
+/// NVIDIA Tensor Cores" (arXiv 2512.07004), whose MATLAB models
+/// (north-numerical-computing/MATLAB-tensor-core, models/tools/Generic_BFMA_TC.m) use the
+/// same quantities under the names fma, neab, frmode, late_partial_sum, min_exp_limit.
 #pragma once
 
 #include <kvq/config.hpp>

@@ -1,45 +1,46 @@
-// kvq/mma/presets.hpp — the block-FMA rule of each GPU generation, per input and output
-// format, with the evidence behind it.
-//
-// Evidence: hardware inner products recorded by Khattak & Mikaitis ("Accurate Models of
-// NVIDIA Tensor Cores", arXiv 2512.07004; data in tests/data/tensor-core-vectors/, 5000
-// lines per GPU and format) and their MATLAB models (models/A100TC.m, L40STC.m/AdaTC.m,
-// H100TC.m, B200TC.m). Every preset below reproduces every recorded line of its file bit
-// for bit; tests/mma/test_replay.cpp checks it.
-//
-//   sm_80 (A100) bf16, fp16 → fp32: k = 8, 24-bit window (neab 1), toward zero.
-//     Recorded with K = 8 and c ≠ 0.                                          recorded
-//   sm_80 fp16 → fp16: as above, c in fp16, round to nearest even to fp16, alignment
-//     exponent at least -20 (the model's min_exp_limit).                      recorded
-//   sm_89 (L40S) bf16, fp16: as sm_80. Recorded with K = 16, i.e. two chained
-//     8-product blocks (d of the first is c of the second).                   recorded
-//   sm_89 e4m3, e5m2 → fp32: k = 16, 13-bit window, the sum truncated to 13 fraction
-//     bits ("FP22"); recorded with K = 32 (two chained blocks, the intermediate result
-//     kept at 13 fraction bits) and c ≠ 0.                                    recorded
-//   sm_90 (H100) bf16, fp16 → fp32: k = 16, 25-bit window (neab 2), toward zero; c ≠ 0.
-//                                                                            recorded
-//   sm_90 fp16 → fp16: as above, nearest even to fp16, alignment exponent >= -21.
-//                                                                            recorded
-//   sm_90 e4m3, e5m2 → fp32: k = 32, 13-bit window, result truncated to 13 fraction
-//     bits. The hardware run (wgmma) used c = 0, so how a nonzero c enters is not
-//     recorded; the preset aligns c with the products, as the paper's model does. That
-//     the accumulator itself keeps only ~14 significant bits is independent evidence:
-//     the DeepSeek-V3 report (arXiv 2412.19437, §3.3.2) measures about 14 bits of FP8
-//     accumulation precision on H800, which is why DeepGEMM and FlashAttention-3
-//     promote the wgmma accumulator to fp32 registers every few instructions.
-//                                                                            inferred
-//   sm_100 (B200) bf16, fp16: as sm_90.                                       recorded
-//   sm_100 e4m3, e5m2 → fp32: k = 32 products aligned in a 25-bit window and summed,
-//     the sum rounded toward zero to fp32, then c added by an fp32 addition rounded to
-//     nearest even. Reproduces all 10000 recorded lines. The alternatives fail: the
-//     paper's B200 model (c aligned with the products, toward zero) a third of the first
-//     300 lines, c aligned with nearest even ~7% of them, one nearest-even rounding of
-//     products + c (c added late to a 25-bit product window, or exact accumulation)
-//     1 line (E5M2 line 3935, which lies 0.81 ulp from the exact sum and was rounded
-//     toward zero: the product sum was truncated before c was added). Inferred: the
-//     window width (25 and 60 bits both fit the data) and the 32-product grouping; a
-//     B200 run with products whose exponents differ by more than 25 would settle the
-//     width.                                                                  inferred
+/// \file
+/// kvq/mma/presets.hpp — the block-FMA rule of each GPU generation, per input and output
+/// format, with the evidence behind it.
+///
+/// Evidence: hardware inner products recorded by Khattak & Mikaitis ("Accurate Models of
+/// NVIDIA Tensor Cores", arXiv 2512.07004; data in tests/data/tensor-core-vectors/, 5000
+/// lines per GPU and format) and their MATLAB models (models/A100TC.m, L40STC.m/AdaTC.m,
+/// H100TC.m, B200TC.m). Every preset below reproduces every recorded line of its file bit
+/// for bit; tests/mma/test_replay.cpp checks it.
+///
+///   sm_80 (A100) bf16, fp16 → fp32: k = 8, 24-bit window (neab 1), toward zero.
+///     Recorded with K = 8 and c ≠ 0.                                          recorded
+///   sm_80 fp16 → fp16: as above, c in fp16, round to nearest even to fp16, alignment
+///     exponent at least -20 (the model's min_exp_limit).                      recorded
+///   sm_89 (L40S) bf16, fp16: as sm_80. Recorded with K = 16, i.e. two chained
+///     8-product blocks (d of the first is c of the second).                   recorded
+///   sm_89 e4m3, e5m2 → fp32: k = 16, 13-bit window, the sum truncated to 13 fraction
+///     bits ("FP22"); recorded with K = 32 (two chained blocks, the intermediate result
+///     kept at 13 fraction bits) and c ≠ 0.                                    recorded
+///   sm_90 (H100) bf16, fp16 → fp32: k = 16, 25-bit window (neab 2), toward zero; c ≠ 0.
+///                                                                            recorded
+///   sm_90 fp16 → fp16: as above, nearest even to fp16, alignment exponent >= -21.
+///                                                                            recorded
+///   sm_90 e4m3, e5m2 → fp32: k = 32, 13-bit window, result truncated to 13 fraction
+///     bits. The hardware run (wgmma) used c = 0, so how a nonzero c enters is not
+///     recorded; the preset aligns c with the products, as the paper's model does. That
+///     the accumulator itself keeps only ~14 significant bits is independent evidence:
+///     the DeepSeek-V3 report (arXiv 2412.19437, §3.3.2) measures about 14 bits of FP8
+///     accumulation precision on H800, which is why DeepGEMM and FlashAttention-3
+///     promote the wgmma accumulator to fp32 registers every few instructions.
+///                                                                            inferred
+///   sm_100 (B200) bf16, fp16: as sm_90.                                       recorded
+///   sm_100 e4m3, e5m2 → fp32: k = 32 products aligned in a 25-bit window and summed,
+///     the sum rounded toward zero to fp32, then c added by an fp32 addition rounded to
+///     nearest even. Reproduces all 10000 recorded lines. The alternatives fail: the
+///     paper's B200 model (c aligned with the products, toward zero) a third of the first
+///     300 lines, c aligned with nearest even ~7% of them, one nearest-even rounding of
+///     products + c (c added late to a 25-bit product window, or exact accumulation)
+///     1 line (E5M2 line 3935, which lies 0.81 ulp from the exact sum and was rounded
+///     toward zero: the product sum was truncated before c was added). Inferred: the
+///     window width (25 and 60 bits both fit the data) and the 32-product grouping; a
+///     B200 run with products whose exponents differ by more than 25 would settle the
+///     width.                                                                  inferred
 #pragma once
 
 #include <kvq/config.hpp>
