@@ -7,16 +7,23 @@
 /// KVQ_HOST and may throw std::invalid_argument.
 #pragma once
 
+/// Major version of the kvq headers.
 #define KVQ_VERSION_MAJOR 0
+/// Minor version of the kvq headers.
 #define KVQ_VERSION_MINOR 1
+/// Patch version of the kvq headers.
 #define KVQ_VERSION_PATCH 0
+/// The version as a string, "major.minor.patch".
 #define KVQ_VERSION_STRING "0.1.0"
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define KVQ_HD __host__ __device__
 #define KVQ_DEVICE_COMPILER 1
 #else
+/// Marks a function that runs on host and device: `__host__ __device__` under nvcc or
+/// hipcc, empty for a host compiler. KVQ_HD code throws nothing and allocates nothing.
 #define KVQ_HD
+/// 1 when the translation unit is compiled by nvcc or hipcc (host and device pass), else 0.
 #define KVQ_DEVICE_COMPILER 0
 #endif
 
@@ -24,12 +31,15 @@
 #if defined(__CUDA_ARCH__)
 #define KVQ_DEVICE_PASS 1
 #else
+/// 1 while compiling the device half of a CUDA translation unit (`__CUDA_ARCH__` defined),
+/// 0 in the host half and with a host compiler.
 #define KVQ_DEVICE_PASS 0
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KVQ_FORCEINLINE inline __attribute__((always_inline))
 #else
+/// `inline` plus `__attribute__((always_inline))` where the compiler has it (GCC, Clang).
 #define KVQ_FORCEINLINE inline
 #endif
 
@@ -47,8 +57,17 @@
 #endif
 
 namespace kvq {
+/// Version triple of the kvq headers.
 struct version_info {
+  /// \var minor
+  /// Minor version (KVQ_VERSION_MINOR).
+
+  /// \var patch
+  /// Patch version (KVQ_VERSION_PATCH).
+
+  /// Major version (KVQ_VERSION_MAJOR).
   int major, minor, patch;
 };
+/// The version of these headers, {KVQ_VERSION_MAJOR, KVQ_VERSION_MINOR, KVQ_VERSION_PATCH}.
 inline constexpr version_info version{KVQ_VERSION_MAJOR, KVQ_VERSION_MINOR, KVQ_VERSION_PATCH};
 }  // namespace kvq

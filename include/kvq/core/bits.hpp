@@ -27,20 +27,32 @@ template <class T>
 struct ieee_layout;
 
 template <>
+/// IEEE-754 binary32.
 struct ieee_layout<float> {
+  /// Unsigned integer of the same width (the bit pattern).
   using uint = std::uint32_t;
+  /// Width of the format in bits.
   static constexpr int total_bits = 32;
+  /// Width of the biased exponent field.
   static constexpr int exponent_bits = 8;
+  /// Width of the stored fraction (without the implicit bit).
   static constexpr int mantissa_bits = 23;
+  /// Exponent bias: value = 2^(field - bias) * 1.fraction for normal numbers.
   static constexpr int bias = 127;
 };
 
 template <>
+/// IEEE-754 binary64.
 struct ieee_layout<double> {
+  /// Unsigned integer of the same width (the bit pattern).
   using uint = std::uint64_t;
+  /// Width of the format in bits.
   static constexpr int total_bits = 64;
+  /// Width of the biased exponent field.
   static constexpr int exponent_bits = 11;
+  /// Width of the stored fraction (without the implicit bit).
   static constexpr int mantissa_bits = 52;
+  /// Exponent bias: value = 2^(field - bias) * 1.fraction for normal numbers.
   static constexpr int bias = 1023;
 };
 
@@ -56,13 +68,17 @@ KVQ_HD constexpr T exact_pow2(int p) noexcept {
   return bit_cast<T>(static_cast<U>(U(1) << (p - (1 - L::bias - L::mantissa_bits))));
 }
 
-/// NaN and finiteness tests on the bits (no <cmath>, constexpr, the same on every host
-/// and device compiler, and immune to -ffinite-math style assumptions).
+/// NaN and finiteness tests on the bits (no `<cmath>`, constexpr, the same on every host
+/// and device compiler, and immune to -ffinite-math style assumptions). True for every NaN
+/// (quiet or signalling, either sign).
 KVQ_HD constexpr bool is_nan(float x) noexcept { return (bit_cast<std::uint32_t>(x) & 0x7fffffffu) > 0x7f800000u; }
+/// True if x is a NaN (quiet or signalling, either sign); tested on the bits.
 KVQ_HD constexpr bool is_nan(double x) noexcept {
   return (bit_cast<std::uint64_t>(x) & 0x7fffffffffffffffULL) > 0x7ff0000000000000ULL;
 }
+/// True if x is neither Inf nor NaN (zeros and subnormals are finite); tested on the bits.
 KVQ_HD constexpr bool is_finite(float x) noexcept { return (bit_cast<std::uint32_t>(x) & 0x7f800000u) != 0x7f800000u; }
+/// True if x is neither Inf nor NaN (zeros and subnormals are finite); tested on the bits.
 KVQ_HD constexpr bool is_finite(double x) noexcept {
   return (bit_cast<std::uint64_t>(x) & 0x7ff0000000000000ULL) != 0x7ff0000000000000ULL;
 }

@@ -443,6 +443,7 @@ KVQ_HD inline double log2(double x) {
 
 /// IEEE square root (correctly rounded on every platform), for symmetry.
 KVQ_HD inline double sqrt(double x) { return detail::sqrt_d(x); }
+/// IEEE square root of a float (correctly rounded).
 KVQ_HD inline float sqrt(float x) { return detail::sqrt_f(x); }
 
 /// sin(2 pi t) and cos(2 pi t) for t in turns (any finite t with |t| < 2^52; the
@@ -467,26 +468,36 @@ KVQ_HD inline void sincos_turns(double t, double& s, double& c) {
 // ===========================================================================
 // float: computed in double, rounded once.
 
+/// e^x in float: computed in double and rounded once (at most 1 ulp from the correctly
+/// rounded result for every float; NaN in, NaN out).
 KVQ_HD inline float exp(float x) {
   if (detail::is_nan(x)) return x + x;
   return detail::to_float(exp(static_cast<double>(x)));
 }
 
+/// 2^x in float: computed in double and rounded once (at most 1 ulp; NaN in, NaN out).
 KVQ_HD inline float exp2(float x) {
   if (detail::is_nan(x)) return x + x;
   return detail::to_float(exp2(static_cast<double>(x)));
 }
 
+/// Natural logarithm in float: computed in double and rounded once (at most 1 ulp;
+/// log(+-0) = -inf, log(x < 0) = NaN).
 KVQ_HD inline float log(float x) {
   if (detail::is_nan(x)) return x + x;
   return static_cast<float>(log(static_cast<double>(x)));  // |log| < 104: in range
 }
 
+/// Base-2 logarithm in float: computed in double and rounded once (at most 1 ulp; exact
+/// for powers of two).
 KVQ_HD inline float log2(float x) {
   if (detail::is_nan(x)) return x + x;
   return static_cast<float>(log2(static_cast<double>(x)));
 }
 
+/// sin(x) into `s` and cos(x) into `c` for a float in radians: Payne–Hanek reduction
+/// for |x| > pi/4 (valid for every finite float), evaluated in double, each rounded once
+/// (at most 1 ulp). Inf or NaN input gives NaN in both.
 KVQ_HD inline void sincos(float x, float& s, float& c) {
   if (!detail::is_finite(x)) {
     s = c = detail::is_nan(x) ? x + x : detail::nan_f();
@@ -498,12 +509,14 @@ KVQ_HD inline void sincos(float x, float& s, float& c) {
   c = static_cast<float>(cd);
 }
 
+/// sin(x) for x in radians (see sincos).
 KVQ_HD inline float sin(float x) {
   float s, c;
   sincos(x, s, c);
   return s;
 }
 
+/// cos(x) for x in radians (see sincos).
 KVQ_HD inline float cos(float x) {
   float s, c;
   sincos(x, s, c);

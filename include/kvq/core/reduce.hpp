@@ -51,15 +51,19 @@ KVQ_HD inline T max2(T a, T b) {
   return a > b ? a : b;
 }
 
+/// Binary addition, the operation of the sum trees.
 struct add_op {
   template <class T>
+  /// a + b, rounded in T.
   KVQ_HD T operator()(T a, T b) const {
     return a + b;
   }
 };
 
+/// NaN-propagating maximum (max2), the operation of the max tree.
 struct max_op {
   template <class T>
+  /// max2(a, b).
   KVQ_HD T operator()(T a, T b) const {
     return max2(a, b);
   }
@@ -69,10 +73,15 @@ struct max_op {
 /// tree value for the elements pushed so far.
 template <class T, class Op = add_op>
 struct tree_accumulator {
+  /// Pending left blocks: level[l] holds a finished block of 2^l elements while bit l of
+  /// count is set.
   T level[max_levels];
+  /// Number of elements pushed so far.
   std::uint64_t count = 0;
+  /// The binary operation of the tree.
   Op op{};
 
+  /// Appends x as the next element (combines every finished block on its left, left op right).
   KVQ_HD void push(T x) {
     T v = x;
     int l = 0;
@@ -262,10 +271,14 @@ KVQ_HD inline T tree_max(const T* x, std::size_t n) {
 /// usable on the device). Column c of result() equals tree_sum of column c.
 template <class T>
 struct tree_vector_accumulator {
+  /// Caller storage: levels_needed(rows) * dim elements, level l at storage + l * dim.
   T* storage = nullptr;  // levels_needed(rows) * dim
+  /// Width of a row (number of columns).
   std::size_t dim = 0;
+  /// Number of rows pushed so far.
   std::uint64_t count = 0;
 
+  /// Accumulator over rows of width d using the caller storage st (not owned; see storage).
   KVQ_HD tree_vector_accumulator(T* st, std::size_t d) : storage(st), dim(d), count(0) {}
 
   /// Pushes the row w * v[0..dim) (each product rounded in T). Uses `tmp` (dim

@@ -17,11 +17,51 @@
 
 namespace kvq {
 
+/// Runtime description of one format: its parameters and how it encodes the special
+/// inputs (for tables and reports; made by describe()). The behaviour columns are
+/// human-readable strings: a code in hex with its value.
 struct format_info {
+  /// format_name() of the format.
   const char* name;
+  /// \var exponent_bits
+  /// Width of the exponent field.
+
+  /// \var mantissa_bits
+  /// Width of the mantissa field.
+
+  /// \var bias
+  /// Exponent bias.
+
+  /// Number of sign bits (0 or 1).
   int sign_bits, exponent_bits, mantissa_bits, bias;
+  /// \var min_normal
+  /// Smallest positive normal value.
+
+  /// \var min_subnormal
+  /// Smallest positive value (min_normal for formats without subnormals).
+
+  /// Largest finite value.
   double max_finite, min_normal, min_subnormal;
   const char* specials;  ///< which codes are special
+  /// \var nan_double
+  /// What a negative double NaN encodes to ("-NaN -> code (value)").
+
+  /// \var inf_sat
+  /// What -Inf encodes to with overflow::satfinite.
+
+  /// \var inf_nosat
+  /// What -Inf encodes to with overflow::nosat.
+
+  /// \var overflow_nosat
+  /// What the finite 3e38f encodes to with overflow::nosat.
+
+  /// \var neg_zero
+  /// What -0.0f encodes to.
+
+  /// \var negative_input
+  /// "signed", or how an unsigned format treats a negative input (sign ignored).
+
+  /// What a float quiet NaN encodes to (code and value).
   std::string nan_float, nan_double, inf_sat, inf_nosat, overflow_nosat, neg_zero, negative_input;
 };
 
@@ -61,6 +101,8 @@ const char* specials_text() {
 }  // namespace detail
 
 template <class F>
+/// The format_info of format F (a traits or value type); the behaviour strings come
+/// from running kvq::encode on the special inputs, so they describe the code as built.
 format_info describe() {
   using T = format_of_t<F>;
   const float fnan = std::numeric_limits<float>::quiet_NaN();

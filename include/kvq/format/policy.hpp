@@ -21,6 +21,7 @@ enum class rounding : unsigned char { nearest_even, toward_zero, up, down, neare
 ///    produces Inf/NaN from a finite input.
 enum class overflow : unsigned char { satfinite, nosat };
 
+/// The enumerator's name ("nearest_even", "toward_zero", "up", "down", "nearest_away").
 inline constexpr const char* to_string(rounding r) noexcept {
   switch (r) {
     case rounding::nearest_even: return "nearest_even";
@@ -32,6 +33,7 @@ inline constexpr const char* to_string(rounding r) noexcept {
   return "?";
 }
 
+/// The enumerator's name ("satfinite" or "nosat").
 inline constexpr const char* to_string(overflow o) noexcept {
   return o == overflow::satfinite ? "satfinite" : "nosat";
 }

@@ -46,23 +46,35 @@ struct minifloat_format {
                 "kvq: formats without subnormals are modelled as unsigned scale formats (ue8m0)");
   static_assert(!(Specials == specials::fnuz && !Signed), "kvq: fnuz needs a sign bit");
 
+  /// True if the format has a sign bit.
   static constexpr bool is_signed = Signed;
+  /// Width of the exponent field.
   static constexpr int exponent_bits = ExpBits;
+  /// Width of the mantissa (fraction) field.
   static constexpr int mantissa_bits = ManBits;
+  /// Exponent bias: a normal code with exponent field E has value 2^(E - bias) * 1.m.
   static constexpr int bias = Bias;
+  /// Which codes are special (see kvq::specials).
   static constexpr specials special = Specials;
+  /// True if the all-zero exponent field holds zero and subnormals (false: ue8m0).
   static constexpr bool has_subnormals = Subnormals;
+  /// Total width of a code in bits (at most 8).
   static constexpr int bits = (Signed ? 1 : 0) + ExpBits + ManBits;
 
+  /// True if the format has infinities (only specials::ieee).
   static constexpr bool has_inf = Specials == specials::ieee;
+  /// True if the format has a NaN code.
   static constexpr bool has_nan = Specials != specials::none;
   /// Without subnormals the all-zero code is the smallest normal (ue8m0: 2^-127).
   static constexpr bool has_zero = Subnormals;
+  /// True if -0 is a separate code (signed, with zero, not fnuz).
   static constexpr bool has_negative_zero = Signed && Subnormals && Specials != specials::fnuz;
 
-  /// Mask of the magnitude bits, and of the sign bit (0 for unsigned formats).
+  /// Mask of the magnitude bits (exponent and mantissa fields).
   static constexpr std::uint8_t magnitude_mask = static_cast<std::uint8_t>((1u << (ExpBits + ManBits)) - 1u);
+  /// Mask of the sign bit (0 for unsigned formats).
   static constexpr std::uint8_t sign_mask = Signed ? static_cast<std::uint8_t>(1u << (ExpBits + ManBits)) : 0u;
+  /// Mask of all the format's bits (bits 0 .. bits-1).
   static constexpr std::uint8_t code_mask = static_cast<std::uint8_t>((1u << bits) - 1u);
 
   /// Largest finite magnitude code.
@@ -78,16 +90,19 @@ struct minifloat_format {
   /// +Inf code; meaningless where has_inf is false.
   static constexpr std::uint8_t inf_code = static_cast<std::uint8_t>(((1u << ExpBits) - 1u) << ManBits);
 
-  /// Unbiased exponent of the smallest normal binade, and of the largest finite one.
+  /// Unbiased exponent of the smallest normal binade (1 - bias; -bias without subnormals).
   static constexpr int emin = (Subnormals ? 1 : 0) - Bias;
+  /// Unbiased exponent of the largest finite binade.
   static constexpr int emax = static_cast<int>(max_finite_code >> ManBits) - Bias;
 
-  /// Largest finite value, smallest normal, smallest positive value.
+  /// Largest finite value.
   KVQ_HD static constexpr double max_finite() noexcept {
     return static_cast<double>((1u << ManBits) + (max_finite_code & ((1u << ManBits) - 1u))) *
            detail::pow2_double(emax - ManBits);
   }
+  /// Smallest positive normal value, 2^emin.
   KVQ_HD static constexpr double min_normal() noexcept { return detail::pow2_double(emin); }
+  /// Smallest positive value: 2^(emin - mantissa_bits), or 2^emin without subnormals.
   KVQ_HD static constexpr double min_subnormal() noexcept {
     return Subnormals ? detail::pow2_double(emin - ManBits) : detail::pow2_double(emin);
   }
@@ -109,10 +124,15 @@ struct format_of<T, decltype(void(sizeof(typename T::format_type)))> {
 template <class F>
 using format_of_t = typename detail::format_of<F>::type;
 
+/// Largest finite value of format F (traits or value type).
 template <class F> inline constexpr double max_finite_v = format_of_t<F>::max_finite();
+/// Smallest positive normal value of F.
 template <class F> inline constexpr double min_normal_v = format_of_t<F>::min_normal();
+/// Smallest positive value of F.
 template <class F> inline constexpr double min_subnormal_v = format_of_t<F>::min_subnormal();
+/// Number of codes of F, 2^bits.
 template <class F> inline constexpr int code_count_v = 1 << format_of_t<F>::bits;
+/// Width of a code of F in bits.
 template <class F> inline constexpr int bits_v = format_of_t<F>::bits;
 
 }  // namespace kvq
