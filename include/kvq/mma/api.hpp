@@ -16,6 +16,7 @@
 
 namespace kvq::mma {
 
+/// The architecture's name: "sm_80", "sm_89", "sm_90" or "sm_100".
 inline const char* name(arch a) {
   switch (a) {
     case arch::sm_80: return "sm_80";
@@ -25,6 +26,7 @@ inline const char* name(arch a) {
   }
   return "?";
 }
+/// The input format's name: "e4m3", "e5m2", "bf16" or "fp16".
 inline const char* name(input_format f) {
   switch (f) {
     case input_format::e4m3: return "e4m3";
@@ -34,9 +36,12 @@ inline const char* name(input_format f) {
   }
   return "?";
 }
+/// The output format's name: "fp32" or "fp16".
 inline const char* name(output_format f) { return f == output_format::fp32 ? "fp32" : "fp16"; }
+/// "recorded" or "inferred".
 inline const char* name(exactness e) { return e == exactness::recorded ? "recorded" : "inferred"; }
 
+/// The arch named s (as name() writes it). Throws std::invalid_argument for any other string.
 inline arch parse_arch(const std::string& s) {
   if (s == "sm_80") return arch::sm_80;
   if (s == "sm_89") return arch::sm_89;
@@ -44,6 +49,8 @@ inline arch parse_arch(const std::string& s) {
   if (s == "sm_100") return arch::sm_100;
   throw std::invalid_argument("kvq::mma: unknown arch '" + s + "' (allowed: sm_80, sm_89, sm_90, sm_100)");
 }
+/// The input format named s ("e4m3"/"E4M3", "e5m2"/"E5M2", "bf16", "fp16"). Throws
+/// std::invalid_argument for any other string.
 inline input_format parse_input_format(const std::string& s) {
   if (s == "e4m3" || s == "E4M3") return input_format::e4m3;
   if (s == "e5m2" || s == "E5M2") return input_format::e5m2;
@@ -51,12 +58,15 @@ inline input_format parse_input_format(const std::string& s) {
   if (s == "fp16") return input_format::fp16;
   throw std::invalid_argument("kvq::mma: unknown input format '" + s + "' (allowed: e4m3, e5m2, bf16, fp16)");
 }
+/// The output format named s ("fp32", "fp16"). Throws std::invalid_argument otherwise.
 inline output_format parse_output_format(const std::string& s) {
   if (s == "fp32") return output_format::fp32;
   if (s == "fp16") return output_format::fp16;
   throw std::invalid_argument("kvq::mma: unknown output format '" + s + "' (allowed: fp32, fp16)");
 }
 
+/// The preset of (a, in, out) (find_preset). Throws std::invalid_argument when there is
+/// none (fp8 on sm_80; fp16 output for inputs other than fp16).
 inline preset_info get_preset(arch a, input_format in, output_format out) {
   preset_info p{};
   if (!find_preset(a, in, out, p))
@@ -65,10 +75,10 @@ inline preset_info get_preset(arch a, input_format in, output_format out) {
   return p;
 }
 
-// True when x (finite, NaN or Inf) is a value of the format; NaN/Inf count as values of
-// formats that have them (E4M3 has NaN but no Inf).
-// max_sig: the largest significand at max_exp (E4M3 stops at 1.75 x 2^8 = 448, its
-// all-ones code being NaN).
+/// True when x (finite, NaN or Inf) is a value of the format; NaN/Inf count as values of
+/// formats that have them (E4M3 has NaN but no Inf).
+/// max_sig: the largest significand at max_exp (E4M3 stops at 1.75 x 2^8 = 448, its
+/// all-ones code being NaN).
 inline bool representable(float x, int mantissa_bits, int min_exp, int max_exp, std::uint64_t max_sig,
                           bool has_inf) {
   if (std::isnan(x)) return true;
@@ -79,19 +89,21 @@ inline bool representable(float x, int mantissa_bits, int min_exp, int max_exp, 
   return std::ldexp(static_cast<double>(d.sig), d.lsb_exp) == std::fabs(static_cast<double>(x));
 }
 
+/// True when x is a value of input format f (E4M3: finite up to 448, NaN, no Inf).
 inline bool representable(float x, input_format f) {
   const input_format_info i = info(f);
   const std::uint64_t all_ones = (std::uint64_t{2} << i.mantissa_bits) - 1;
   if (f == input_format::e4m3) return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones - 1, false);
   return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, true);
 }
+/// True when x is a value of output format f (fp32: every float; fp16: the binary16 values).
 inline bool representable(float x, output_format f) {
   const output_format_info i = info(f);
   return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, (std::uint64_t{2} << i.mantissa_bits) - 1, true);
 }
 
-// d = a · b + c through the preset's block sequence. Throws std::invalid_argument when
-// the sizes differ or an element is not a value of its format.
+/// d = a · b + c through the preset's block sequence. Throws std::invalid_argument when
+/// the sizes differ or an element is not a value of its format.
 inline float dot(const preset_info& p, input_format in, const std::vector<float>& a, const std::vector<float>& b,
                  float c) {
   if (a.size() != b.size())
@@ -110,6 +122,8 @@ inline float dot(const preset_info& p, input_format in, const std::vector<float>
   return dot(p.params, in, a.data(), b.data(), static_cast<int>(a.size()), c);
 }
 
+/// d = a · b + c with the preset of (a_, in, out) (get_preset); throws as get_preset and
+/// the preset overload.
 inline float dot(arch a_, input_format in, output_format out, const std::vector<float>& a,
                  const std::vector<float>& b, float c) {
   return dot(get_preset(a_, in, out), in, a, b, c);

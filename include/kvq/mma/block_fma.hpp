@@ -167,12 +167,12 @@ KVQ_HD inline bool is_inf_bits(std::uint32_t u) noexcept { return (u & 0x7ffffff
 
 }  // namespace detail
 
-// The canonical NaN the model returns (PTX ISA: tensor-core results that are NaN are
-// the canonical 0x7fffffff).
+/// The canonical NaN the model returns (PTX ISA: tensor-core results that are NaN are
+/// the canonical 0x7fffffff).
 KVQ_HD inline float canonical_nan() noexcept { return detail::float_of(0x7fffffffu); }
 
-// x converted to the output format with round-to-nearest-even (cvt.rn.f16.f32 for
-// fp16): how an fp32 accumulator value becomes the c of an fp16-accumulating mma.
+/// x converted to the output format with round-to-nearest-even (cvt.rn.f16.f32 for
+/// fp16): how an fp32 accumulator value becomes the c of an fp16-accumulating mma.
 KVQ_HD inline float to_output(output_format out, float x) noexcept {
   using namespace detail;
   const std::uint32_t u = bits_of(x);
@@ -183,8 +183,8 @@ KVQ_HD inline float to_output(output_format out, float x) noexcept {
   return round_to_output(d.neg, d.sig, d.lsb_exp, 10, info(out), final_rounding::nearest_even);
 }
 
-// d = a[0..n) · b[0..n) + c in one block step (n <= p.k is the caller's duty; a longer n
-// is summed as one block). a and b hold values of `in`, c a value of p.out.
+/// d = a[0..n) · b[0..n) + c in one block step (n <= p.k is the caller's duty; a longer n
+/// is summed as one block). a and b hold values of `in`, c a value of p.out.
 KVQ_HD inline float block_fma(const block_fma_params& p, input_format in, const float* a, const float* b, int n,
                               float c) noexcept {
   using namespace detail;

@@ -10,8 +10,8 @@
 
 namespace kvq::mma {
 
-// d = a[0..K) · b[0..K) + c. A last partial block acts as if padded with zero products.
-// Blocks longer than max_block are not supported (p.k <= max_block).
+/// d = a[0..K) · b[0..K) + c. A last partial block acts as if padded with zero products.
+/// Blocks longer than max_block are not supported (p.k <= max_block).
 KVQ_HD inline float dot(const block_fma_params& p, input_format in, const float* a, const float* b, int K,
                         float c) noexcept {
   float acc = c;

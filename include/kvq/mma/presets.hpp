@@ -48,15 +48,21 @@
 
 namespace kvq::mma {
 
+/// GPU architecture of a preset: sm_80 (Ampere A100), sm_89 (Ada), sm_90 (Hopper),
+/// sm_100 (Blackwell B200).
 enum class arch { sm_80, sm_89, sm_90, sm_100 };
 
+/// A preset: the block FMA parameters of one (arch, input, output) instruction and how
+/// firmly the recorded data decide them.
 struct preset_info {
+  /// The model parameters.
   block_fma_params params;
+  /// Whether the data decide every part of the rule (see exactness).
   exactness exact;
 };
 
-// The preset of (arch, in, out); false when the combination has no preset (fp8 on sm_80;
-// fp16 output for inputs other than fp16).
+/// The preset of (arch, in, out); false when the combination has no preset (fp8 on sm_80;
+/// fp16 output for inputs other than fp16).
 KVQ_HD constexpr bool find_preset(arch a, input_format in, output_format out, preset_info& p) noexcept {
   const bool fp8 = in == input_format::e4m3 || in == input_format::e5m2;
   if (out == output_format::fp16 && in != input_format::fp16) return false;
@@ -90,15 +96,18 @@ KVQ_HD constexpr bool find_preset(arch a, input_format in, output_format out, pr
   return false;
 }
 
-// Type-level name of a preset, for code that fixes the instruction at compile time.
+/// Type-level name of a preset, for code that fixes the instruction at compile time.
 template <arch A, input_format In, output_format Out>
 struct preset {
+  /// The preset (a static_assert rejects combinations without one).
   static constexpr preset_info get() noexcept {
     preset_info p{{0, 0, 0, c_entry::aligned, final_rounding::toward_zero, Out, 0}, exactness::inferred};
     find_preset(A, In, Out, p);
     return p;
   }
+  /// The model parameters of the preset.
   static constexpr block_fma_params params = get().params;
+  /// How firmly the data decide the preset.
   static constexpr exactness exact = get().exact;
   static_assert(params.k > 0, "kvq::mma::preset: no preset for this arch / input / output combination");
 };
