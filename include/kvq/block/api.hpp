@@ -19,7 +19,7 @@
 ///    pointers, KVQ_HD, no allocation; wrap them in thrust::for_each over block indices.
 ///  - quantize / dequantize: checked host entry points; on bad sizes they throw
 ///    std::invalid_argument naming the sizes and write nothing.
-///  - quantized_tensor<S>: an owning host container with exact memory accounting.
+///  - `quantized_tensor<S>`: an owning host container with exact memory accounting.
 #pragma once
 
 #include <cstddef>

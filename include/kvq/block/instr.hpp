@@ -23,7 +23,7 @@
 /// (ex2.approx.ftz.f32), in kvq/block/instr_registry.hpp: named, table-driven models
 /// (kvq/block/instr_models.hpp, table format kvq/block/instr_table.hpp) that evaluate
 /// the documented fallback until a table captured on a GPU is registered, and report
-/// that through kvq::instr::recipe_verified<S>(). See docs/instr.md.
+/// that through `kvq::instr::recipe_verified<S>()`. See docs/instr.md.
 /// Recipes whose reference uses only IEEE operations ignore the model.
 #pragma once
 

@@ -8,7 +8,7 @@
 /// and an entry in one process-wide registry: kvq::instr::find(name). An entry starts
 /// *uncaptured*: it evaluates the documented fallback of kvq/block/instr_models.hpp
 /// (the correctly rounded result with the instruction's special cases), and
-/// recipe_verified<S>() is false for every recipe that uses it. Registering a captured
+/// `recipe_verified<S>()` is false for every recipe that uses it. Registering a captured
 /// table (register_table / load_table_file; tables are written by
 /// tests/gpu/instr_capture.cu, see docs/instr.md) makes the entry captured; its state
 /// says whether the capture program's exhaustive check of the model against the

@@ -39,22 +39,50 @@ namespace kv {
 
 /// Token positions [begin, end).
 struct token_span {
+  /// \var end
+  /// One past the last position.
+
+  /// First position.
   std::size_t begin = 0, end = 0;
 };
 
+/// When a token was appended: in a prefill chunk or as a decode step (selects the low
+/// format, see precision_policy::decode_low_k).
 enum class phase : unsigned char { prefill, decode };
+/// What a calibrated tensor value covers: all KV heads of the layer (vLLM's per-layer
+/// k_scale / v_scale) or each head separately.
 enum class tensor_scope : unsigned char { per_layer, per_head };
 
+/// How one layer stores its tokens: which tokens stay at high precision (sinks, flagged
+/// spans, the recent window), the low-precision formats per role and phase, and the
+/// tensor values of those formats (given, or calibrated once and frozen).
 struct precision_policy {
+  /// Low-precision format of keys appended in prefill (and in decode unless decode_low_k).
   kv_format low_k = block::nvfp4_te{};
+  /// Low-precision format of values appended in prefill (and in decode unless decode_low_v).
   kv_format low_v = block::nvfp4_te{};
+  /// \var decode_low_v
+  /// Format of values appended in decode; low_v if empty.
+
+  /// Format of keys appended in decode; low_k if empty.
   std::optional<kv_format> decode_low_k, decode_low_v;  ///< formats for tokens appended in decode
   hp_format high = hp_format::bf16;                     ///< sinks, flagged spans, recent window
+  /// The first sink_tokens tokens stay at `high` precision for good.
   std::size_t sink_tokens = 0;
+  /// The most recent recent_window tokens are held at `high` precision; a token leaving the
+  /// window is quantized from its stored high-precision values.
   std::size_t recent_window = 0;
+  /// Token spans kept at `high` precision for good (also added by layer_cache::flag_span).
   std::vector<token_span> keep_spans;
+  /// What a calibrated tensor value covers.
   tensor_scope scope = tensor_scope::per_layer;
+  /// \var v_tensor_value
+  /// Tensor value of the value format; calibrated from the first rows and frozen if empty.
+
+  /// Tensor value of the key format (TE amax, vLLM k_scale, torchao per_tensor_scale); calibrated
+  /// from the first rows that reach the store and frozen if empty.
   std::optional<float> k_tensor_value, v_tensor_value;  ///< given; else calibrated and frozen
+  /// Options of KIVI formats (group size along tokens, residual length).
   kivi_options kivi;
 
   /// Every token in format f (K and V), nothing kept at high precision.
@@ -69,11 +97,17 @@ struct precision_policy {
 /// Where a token's K/V rows are stored.
 enum class token_class : unsigned char { sink_or_span, window, low_prefill, low_decode };
 
+/// Bytes held for K and V of a layer or a whole cache, by kind, and tokens per class.
 struct memory_report {
   std::size_t high_bytes = 0;    ///< keep + window rows
   std::size_t low_bytes = 0;     ///< codes, scales, zero points (and KIVI residuals)
   std::size_t tensor_bytes = 0;  ///< frozen tensor values
+  /// \var low_tokens
+  /// Tokens stored in a low-precision format (token_class::low_prefill, low_decode).
+
+  /// Tokens held at high precision (sinks, flagged spans, recent window).
   std::size_t high_tokens = 0, low_tokens = 0;
+  /// high_bytes + low_bytes + tensor_bytes.
   std::size_t total() const noexcept { return high_bytes + low_bytes + tensor_bytes; }
 };
 
@@ -108,8 +142,12 @@ class hp_rows {
 };
 }  // namespace detail
 
+/// One layer's keys and values for every KV head, each token stored as its
+/// precision_policy decides (see the file comment): kept, windowed or low precision.
 class layer_cache {
  public:
+  /// An empty cache. Throws std::invalid_argument for zero heads or head_dim, or when a low
+  /// format cannot store rows of head_dim (checked now, not at the first append).
   layer_cache(std::size_t num_kv_heads, std::size_t head_dim, precision_policy policy)
       : nh_(num_kv_heads), hd_(head_dim), p_(std::move(policy)) {
     if (nh_ == 0 || hd_ == 0)
@@ -128,9 +166,13 @@ class layer_cache {
     }
   }
 
+  /// Number of KV heads.
   std::size_t num_kv_heads() const noexcept { return nh_; }
+  /// Width of a K/V row.
   std::size_t head_dim() const noexcept { return hd_; }
+  /// Tokens appended so far.
   std::size_t tokens() const noexcept { return slots_.size(); }
+  /// The policy (with the spans added by flag_span).
   const precision_policy& policy() const noexcept { return p_; }
 
   /// Flag a span of token positions to keep at high precision (tokens not yet appended).
@@ -219,10 +261,15 @@ class layer_cache {
 
   /// Dequantized keys / values of one KV head (tokens x head_dim).
   matrix_f keys(std::size_t head) const { return gather(0, head); }
+  /// Dequantized values of one KV head (tokens x head_dim). Throws std::invalid_argument for
+  /// a head out of range.
   matrix_f values(std::size_t head) const { return gather(1, head); }
+  /// Dequantized keys of every KV head.
   kv_heads keys() const { return all(0); }
+  /// Dequantized values of every KV head.
   kv_heads values() const { return all(1); }
 
+  /// Where the given token is stored now. Throws std::invalid_argument for a token not appended.
   token_class class_of(std::size_t token) const {
     if (token >= slots_.size())
       throw std::invalid_argument("kvq::kv::layer_cache::class_of: token " + std::to_string(token) + " of " +
@@ -230,6 +277,8 @@ class layer_cache {
     return slots_[token].cls;
   }
 
+  /// Bytes held by this layer (codes, scales, zero points, high-precision rows, tensor
+  /// values at 4 bytes each) and tokens per class.
   memory_report report() const {
     memory_report m;
     for (std::size_t r = 0; r < 2; ++r) {
@@ -244,6 +293,7 @@ class layer_cache {
     for (const auto& s : slots_) (s.cls == token_class::sink_or_span || s.cls == token_class::window ? m.high_tokens : m.low_tokens)++;
     return m;
   }
+  /// Every byte held for K and V: report().total().
   std::size_t memory_bytes() const { return report().total(); }
 
  private:
@@ -337,21 +387,28 @@ class layer_cache {
 /// A whole model's KV cache: one layer_cache per layer, each with its own policy.
 class kv_cache {
  public:
+  /// `layers` layers with the same policy. Throws as the other constructor.
   kv_cache(std::size_t layers, std::size_t num_kv_heads, std::size_t head_dim, const precision_policy& policy)
       : kv_cache(std::vector<precision_policy>(layers, policy), num_kv_heads, head_dim) {}
+  /// One layer per policy. Throws std::invalid_argument for no layers, and as layer_cache's
+  /// constructor.
   kv_cache(const std::vector<precision_policy>& per_layer, std::size_t num_kv_heads, std::size_t head_dim) {
     if (per_layer.empty()) throw std::invalid_argument("kvq::kv::kv_cache: no layers");
     for (const auto& p : per_layer) layers_.emplace_back(num_kv_heads, head_dim, p);
   }
+  /// Number of layers.
   std::size_t layers() const noexcept { return layers_.size(); }
+  /// Layer l. Throws std::invalid_argument for l out of range.
   layer_cache& layer(std::size_t l) {
     check(l);
     return layers_[l];
   }
+  /// Layer l. Throws std::invalid_argument for l out of range.
   const layer_cache& layer(std::size_t l) const {
     check(l);
     return layers_[l];
   }
+  /// Sum of the layers' reports.
   memory_report report() const {
     memory_report m;
     for (const auto& l : layers_) {
@@ -364,6 +421,7 @@ class kv_cache {
     }
     return m;
   }
+  /// Every byte held for K and V over all layers.
   std::size_t memory_bytes() const { return report().total(); }
 
  private:

@@ -27,7 +27,7 @@
 /// scheme_names() list them.
 ///
 /// Users add their own schemes with register_scheme(): from a kvq::block recipe type
-/// (make_scheme<S>) or from a pair of callables (bits per value, round trip). Every study
+/// (`make_scheme<S>`) or from a pair of callables (bits per value, round trip). Every study
 /// then accepts the new name (examples/custom_scheme.cpp).
 #pragma once
 
@@ -68,16 +68,20 @@ enum class scale_grouping : unsigned char {
 struct scheme {
   std::string name;                  ///< canonical name
   std::vector<std::string> aliases;  ///< old spellings, accepted on input
+  /// One-line description (for --list output).
   std::string description;
   std::optional<kv_format> format;   ///< the library storage format behind it
+  /// How the tensor-level value is chosen when the caller gives none.
   tensor_rule rule = tensor_rule::none;
   /// Elements per scale along head_dim: 1 = no scale or per element, 0 = the whole
   /// head_dim (per-token-head); head_dim must be a multiple of it when block_multiple.
   std::size_t block = 1;
+  /// True when head_dim must be a multiple of `block`.
   bool block_multiple = false;
   /// Stored bits per value for a head dimension (codes, scales, zero points; the
   /// tensor value and KIVI's full-precision window are not counted).
   std::function<double(std::size_t head_dim)> bits_per_value;
+  /// Which elements share one scale, for keys and for values.
   std::function<scale_grouping(kv_role)> grouping;
   /// out = dequantize(quantize(in)) for one head: tokens x head_dim row-major.
   std::function<void(kv_role, const float* in, float* out, std::size_t tokens, std::size_t head_dim)> round_trip;
@@ -218,6 +222,7 @@ inline scheme make_scheme(std::string name, std::string description,
 /// order they were registered. Thread-safe for registration and lookup.
 class registry {
  public:
+  /// The process-wide registry (built-in schemes registered on first use).
   static registry& global() {
     static registry r;
     return r;
@@ -242,6 +247,7 @@ class registry {
     }
     return nullptr;
   }
+  /// Canonical names of all schemes, in registry order.
   std::vector<std::string> names() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<std::string> v;

@@ -2,7 +2,7 @@
 /// kvq/kv/store.hpp — per-head token stores: one head's K or V rows under one format.
 ///
 ///  - plain_row_store: rows kept at bf16 / fp16 / fp32 (round to nearest even).
-///  - block_row_store<S>: rows quantized with a block scheme along head_dim (NVFP4, MX,
+///  - `block_row_store<S>`: rows quantized with a block scheme along head_dim (NVFP4, MX,
 ///    FP8 per tensor, per-token-head). Rows are independent, so appending one token at a
 ///    time or a prefill chunk gives the same codes; the scheme's tensor value (TE amax,
 ///    vLLM k_scale, torchao per_tensor_scale) is fixed when the store is made and never
@@ -35,9 +35,11 @@ namespace kv {
 /// High-precision storage formats for unquantized tokens.
 enum class hp_format : unsigned char { fp32, bf16, fp16 };
 
+/// "fp32", "bf16" or "fp16".
 inline constexpr const char* to_string(hp_format f) noexcept {
   return f == hp_format::fp32 ? "fp32" : f == hp_format::bf16 ? "bf16" : "fp16";
 }
+/// Bytes per value of f: 4 for fp32, 2 for bf16 and fp16.
 inline constexpr std::size_t hp_bytes(hp_format f) noexcept { return f == hp_format::fp32 ? 4u : 2u; }
 
 /// Which half of the cache a store holds (vLLM calibrates K with /200 and V with /100;
@@ -57,7 +59,7 @@ using kv_format =
                  block::int8_per_token_head, block::kivi_int2, block::kivi_int4, block::kivi_int8,
                  block::kivi_group_fp16<2>, block::kivi_group_fp16<4>, block::kivi_group_fp16<8>>;
 
-/// The recipe's name (block::*::name, unique per recipe type), or the high-precision
+/// The recipe's name (`block::*::name`, unique per recipe type), or the high-precision
 /// format's. Scheme names (with their tensor-value rules) live in kv/registry.hpp.
 inline std::string format_name(const kv_format& f) {
   return std::visit(
@@ -87,6 +89,9 @@ inline bool has_tensor_value(const kv_format& f) {
       },
       f);
 }
+/// The tensor value calibration gives format f for a first-chunk amax: FP8 per tensor
+/// as vLLM (block::vllm_calibrated_scale with the K or V constant), other recipes their
+/// own tensor_value_from_amax; 1 for high-precision formats.
 inline float calibrated_tensor_value(const kv_format& f, float amax, kv_role role) {
   return std::visit(
       [&](const auto& s) -> float {
@@ -103,6 +108,8 @@ inline float calibrated_tensor_value(const kv_format& f, float amax, kv_role rol
       },
       f);
 }
+/// How the amax for calibrating f treats NaN (the recipe's tensor_amax_rule; ignore for
+/// high-precision formats).
 inline block::amax_nan tensor_amax_rule(const kv_format& f) {
   return std::visit(
       [](const auto& s) -> block::amax_nan {
@@ -114,10 +121,13 @@ inline block::amax_nan tensor_amax_rule(const kv_format& f) {
 }
 
 // ----------------------------------------------------------------------------- stores
+/// One head's K or V rows under one format: the interface of the per-head token stores.
 class row_store {
  public:
   virtual ~row_store() = default;
+  /// Width of a row.
   virtual std::size_t head_dim() const noexcept = 0;
+  /// Rows appended so far (quantized or still at full precision).
   virtual std::size_t rows() const noexcept = 0;
   /// Append n rows (row-major, head_dim floats each).
   virtual void append(const float* rows, std::size_t n) = 0;
@@ -127,8 +137,10 @@ class row_store {
   virtual std::size_t memory_bytes() const noexcept = 0;
 };
 
+/// Rows kept at bf16, fp16 (round to nearest even) or fp32.
 class plain_row_store final : public row_store {
  public:
+  /// An empty store of rows of head_dim values in format f.
   plain_row_store(hp_format f, std::size_t head_dim) : f_(f), hd_(head_dim) {}
   std::size_t head_dim() const noexcept override { return hd_; }
   std::size_t rows() const noexcept override { return n_; }
@@ -160,9 +172,14 @@ class plain_row_store final : public row_store {
 };
 
 template <class S>
+/// Rows quantized independently with block scheme S along head_dim (codes, block scales
+/// and zero points per row), with the scheme's tensor value frozen at construction.
 class block_row_store final : public row_store {
  public:
+  /// The scheme's block scale type (a code byte or float).
   using scale_type = typename S::scale_type;
+  /// An empty store. Throws std::invalid_argument unless head_dim is a multiple of the
+  /// scheme's block size.
   block_row_store(S s, std::size_t head_dim, float tensor_value) : s_(s), hd_(head_dim), tv_(tensor_value) {
     if (s_.block_size() == 0 || hd_ % s_.block_size() != 0)
       throw std::invalid_argument(std::string("kvq::kv::block_row_store(") + S::name + "): head_dim " +
@@ -171,7 +188,9 @@ class block_row_store final : public row_store {
   }
   std::size_t head_dim() const noexcept override { return hd_; }
   std::size_t rows() const noexcept override { return n_; }
+  /// The frozen tensor value.
   float tensor_value() const noexcept { return tv_; }
+  /// The scheme.
   const S& scheme() const noexcept { return s_; }
 
   void append(const float* rows, std::size_t n) override {
@@ -211,10 +230,17 @@ struct kivi_options {
 };
 
 template <int Bits, class Compute>
+/// KIVI keys: quantized per channel in groups of `group` consecutive tokens; new keys wait
+/// at full precision (the compute dtype) until `residual` have accumulated, then all of
+/// them are quantized.
 class kivi_key_store final : public row_store {
  public:
+  /// The KIVI scheme.
   using S = block::kivi_group<Bits, Compute>;
+  /// Storage type of scales and zero points and of full-precision rows (Compute::storage).
   using param_t = typename Compute::storage;
+  /// An empty store. Throws std::invalid_argument unless o.residual is a positive multiple
+  /// of the group size.
   kivi_key_store(S s, std::size_t head_dim, kivi_options o) : s_(s), hd_(head_dim), r_(o.residual) {
     if (r_ == 0 || s_.group == 0 || r_ % s_.group != 0)
       throw std::invalid_argument("kvq::kv::kivi_key_store: residual length " + std::to_string(r_) +
@@ -274,10 +300,16 @@ class kivi_key_store final : public row_store {
 };
 
 template <int Bits, class Compute>
+/// KIVI values: quantized per token in groups of `group` channels; the most recent
+/// `residual` values stay at full precision and the oldest is quantized as each new one arrives.
 class kivi_value_store final : public row_store {
  public:
+  /// The KIVI scheme.
   using S = block::kivi_group<Bits, Compute>;
+  /// Storage type of scales and zero points and of full-precision rows (Compute::storage).
   using param_t = typename Compute::storage;
+  /// An empty store. Throws std::invalid_argument unless head_dim is a multiple of the
+  /// group size.
   kivi_value_store(S s, std::size_t head_dim, kivi_options o) : s_(s), hd_(head_dim), r_(o.residual) {
     if (s_.group == 0 || hd_ % s_.group != 0)
       throw std::invalid_argument("kvq::kv::kivi_value_store: head_dim " + std::to_string(hd_) +

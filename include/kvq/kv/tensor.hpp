@@ -19,16 +19,24 @@ namespace kv {
 
 /// A layer's keys or values: one matrix per KV head, all the same shape.
 struct kv_heads {
+  /// One tokens x head_dim matrix per KV head.
   std::vector<matrix_f> heads;
 
+  /// No heads.
   kv_heads() = default;
+  /// num_heads zero matrices of tokens x head_dim.
   kv_heads(std::size_t num_heads, std::size_t tokens, std::size_t head_dim)
       : heads(num_heads, matrix_f::Zero(static_cast<Eigen::Index>(tokens), static_cast<Eigen::Index>(head_dim))) {}
 
+  /// Number of KV heads.
   std::size_t num_heads() const noexcept { return heads.size(); }
+  /// Rows of head 0 (0 without heads).
   std::size_t tokens() const noexcept { return heads.empty() ? 0 : static_cast<std::size_t>(heads[0].rows()); }
+  /// Columns of head 0 (0 without heads).
   std::size_t head_dim() const noexcept { return heads.empty() ? 0 : static_cast<std::size_t>(heads[0].cols()); }
+  /// Head h (unchecked).
   matrix_f& operator[](std::size_t h) { return heads[h]; }
+  /// Head h (unchecked).
   const matrix_f& operator[](std::size_t h) const { return heads[h]; }
 
   /// Throws std::invalid_argument unless every head is tokens x head_dim.
