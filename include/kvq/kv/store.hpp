@@ -59,7 +59,7 @@ using kv_format =
                  block::int8_per_token_head, block::kivi_int2, block::kivi_int4, block::kivi_int8,
                  block::kivi_group_fp16<2>, block::kivi_group_fp16<4>, block::kivi_group_fp16<8>>;
 
-/// The recipe's name (`block::*::name`, unique per recipe type), or the high-precision
+/// The recipe's name (the recipe type's static `name`, unique per recipe type), or the high-precision
 /// format's. Scheme names (with their tensor-value rules) live in kv/registry.hpp.
 inline std::string format_name(const kv_format& f) {
   return std::visit(
