@@ -45,6 +45,7 @@ namespace block {
 
 /// Element tag for signed 8-bit integer codes (two's complement byte).
 struct int8_element {
+  /// Code width in bits.
   static constexpr int bits = 8;
 };
 
@@ -53,35 +54,59 @@ KVQ_HD inline float vllm_calibrated_scale(float amax, float divisor) noexcept {
   const float inv = 1.0f / divisor;
   return amax * inv;
 }
+/// vLLM's K_SCALE_CONSTANT: k_scale = amax(|K|) / 200.
 inline constexpr float vllm_k_scale_constant = 200.0f;
+/// vLLM's V_SCALE_CONSTANT: v_scale = amax(|V|) / 100.
 inline constexpr float vllm_v_scale_constant = 100.0f;
 
+/// vLLM FP8 KV cache with one fp32 tensor scale (k_scale / v_scale): q = fp8(x / scale)
+/// with satfinite round to nearest even, x = float(q) * scale; block_size() 1, no block
+/// scales (see the file comment for the reference and bad-input behaviour).
 template <class Elem = fmt::e4m3, class Instr = instr::ieee>
 struct fp8_per_tensor {
+  /// Traits type of the element codes.
   using element_format = format_of_t<Elem>;
+  /// Unused (no block scales); a byte so the generic API has a type.
   using scale_type = std::uint8_t;  // unused: no block scales
+  /// Instruction model (kvq::instr) of the recipe's divisions, reciprocals and multiply-adds.
   using instruction_model = Instr;
+  /// Bits one element code occupies in the packed buffer (4: two per byte, low nibble first; 2:
+  /// four per byte; 8: one byte).
   static constexpr int storage_bits = 8;
+  /// Bytes of one stored block scale (0: no block scales).
   static constexpr int scale_bytes = 0;
+  /// True if each block also stores an fp32 zero point.
   static constexpr bool has_zero_point = false;
+  /// What the recipe's single fp32 tensor value means.
   static constexpr tensor_kind tensor = tensor_kind::decode_scale;
+  /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::bit_exact;
+  /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = amax_nan::propagate;
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name =
       std::is_same<element_format, fmt::e4m3>::value ? "fp8_e4m3_per_tensor_vllm" : "fp8_e5m2_per_tensor_vllm";
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source =
       "vLLM csrc/quantization/fp8/nvidia/quant_utils.cuh (scaled_vec_conversion); calc_kv_scales";
 
+  /// Elements per block.
   KVQ_HD constexpr std::size_t block_size() const noexcept { return 1; }
+  /// Encode-side constants of the tensor-level stage, made by prepare().
   struct params {
+    /// The tensor scale (the divisor of the store, the multiplier of the load).
     float scale;
   };
   /// vLLM's calibrated k_scale for a first-batch amax (use vllm_v_scale_constant for V).
   KVQ_HD static float tensor_value_from_amax(float amax) noexcept {
     return vllm_calibrated_scale(amax, vllm_k_scale_constant);
   }
+  /// The tensor value is the scale itself.
   KVQ_HD static constexpr params prepare(float scale) noexcept { return {scale}; }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes, scale_type*,
                              float*, block_trace* trace = nullptr) const noexcept {
@@ -93,38 +118,64 @@ struct fp8_per_tensor {
     }
     codes[0] = kvq::encode<element_format>(scaled, rounding::nearest_even, overflow::satfinite);
   }
+  /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type, float, const params& p, float* out) const noexcept {
     out[0] = kvq::decode<element_format, float>(codes[0]) * p.scale;
   }
 };
 
+/// vLLM per-token-head KV cache (fp8 or int8 with Elem = int8_element): one fp32 scale per
+/// (token, head) block of head_dim elements, scale = max(amax / QUANT_MAX, 1e-6), codes
+/// clamp(x * (1 / scale)) cast to the cache dtype (see the file comment).
 template <class Elem = fmt::e4m3, class Instr = instr::ieee>
 struct per_token_head {
+  /// True for int8 codes (Elem = int8_element), false for fp8.
   static constexpr bool is_int8 = std::is_same<Elem, int8_element>::value;
+  /// Traits type of the element codes.
   using element_format = typename std::conditional<is_int8, int8_element, format_of_t<Elem>>::type;
+  /// Type of one stored block scale: an fp32 value.
   using scale_type = float;
+  /// Instruction model (kvq::instr) of the recipe's divisions, reciprocals and multiply-adds.
   using instruction_model = Instr;
+  /// Bits one element code occupies in the packed buffer (4: two per byte, low nibble first; 2:
+  /// four per byte; 8: one byte).
   static constexpr int storage_bits = 8;
+  /// Bytes of one stored block scale (0: no block scales).
   static constexpr int scale_bytes = 4;
+  /// True if each block also stores an fp32 zero point.
   static constexpr bool has_zero_point = false;
+  /// What the recipe's single fp32 tensor value means.
   static constexpr tensor_kind tensor = tensor_kind::none;
+  /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::needs_instruction_model;
+  /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = amax_nan::ignore;
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = is_int8 ? "int8_per_token_head_vllm" : "fp8_per_token_head_vllm";
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source =
       "vLLM vllm/v1/attention/ops/triton_reshape_and_cache_flash.py (_reshape_cache_per_token_head)";
 
   /// Elements per (token, head): the head dimension.
   std::size_t head_dim = 128;
+  /// Elements per block.
   KVQ_HD constexpr std::size_t block_size() const noexcept { return head_dim; }
 
+  /// QUANT_MAX of the reference: 127 for int8, 448 for e4m3.
   static constexpr float quant_max = is_int8 ? 127.0f : 448.0f;
+  /// QUANT_MIN of the reference: -128 for int8, -448 for e4m3.
   static constexpr float quant_min = is_int8 ? -128.0f : -448.0f;
 
+  /// No encode-side constants: the recipe has no tensor-level stage.
   struct params {};
+  /// No tensor value: always 1.
   KVQ_HD static constexpr float tensor_value_from_amax(float) noexcept { return 1.0f; }
+  /// No tensor-level stage: empty params.
   KVQ_HD static constexpr params prepare(float) noexcept { return {}; }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
                              float*, block_trace* trace = nullptr) const noexcept {
@@ -146,11 +197,13 @@ struct per_token_head {
     }
   }
 
+  /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float, const params&,
                                float* out) const noexcept {
     for (std::size_t i = 0; i < head_dim; ++i) out[i] = code_value(codes[i]) * scale;
   }
 
+  /// The value of one code before scaling (int8 as a signed byte, fp8 decoded exactly).
   KVQ_HD static float code_value(std::uint8_t c) noexcept {
     if constexpr (is_int8) {
       return static_cast<float>(static_cast<std::int8_t>(c));

@@ -44,31 +44,55 @@
 namespace kvq {
 namespace block {
 
+/// How the UE8M0 scale byte follows from the block amax: the OCP floor rule or the
+/// round-up (rceil) rule (see the file comment).
 enum class mx_scale_rule : unsigned char { floor, rceil };
+/// How the element multiplier 1/scale is formed: an exact power of two (torchao), or
+/// TransformerEngine's exp2f_rcp bit construction (e = 0 gives 1).
 enum class mx_inverse : unsigned char { exact_pow2, te_exp2f_rcp };
 
+/// The OCP MX recipe family: 32-element blocks, one UE8M0 scale byte, elements of Elem.
+/// The named recipes (mx_floor, mx_floor_microxcaling, mx_rceil_te, mx_rceil_torchao) fix
+/// the scale rule, amax NaN rule, inverse, element rounding and scale saturation.
 template <class Elem, mx_scale_rule Rule, amax_nan NanRule, mx_inverse Inv, rounding ElemRounding, bool ScaleSatfinite>
 struct mx_recipe {
+  /// Traits type of the element codes.
   using element_format = format_of_t<Elem>;
+  /// Format of the block scale code.
   using scale_format = fmt::ue8m0;
+  /// Type of one stored block scale: a code byte.
   using scale_type = std::uint8_t;
+  /// Bits one element code occupies in the packed buffer (4: two per byte, low nibble first; 2:
+  /// four per byte; 8: one byte).
   static constexpr int storage_bits = element_format::bits == 4 ? 4 : 8;
+  /// Bytes of one stored block scale (0: no block scales).
   static constexpr int scale_bytes = 1;
+  /// True if each block also stores an fp32 zero point.
   static constexpr bool has_zero_point = false;
+  /// What the recipe's single fp32 tensor value means.
   static constexpr tensor_kind tensor = tensor_kind::none;
+  /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::bit_exact;
+  /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = NanRule;
+  /// The scale rule.
   static constexpr mx_scale_rule scale_rule = Rule;
+  /// emax of the element format, floor(log2(element max)): 8, 15, 4, 2, 2.
   static constexpr int elem_emax = element_format::emax;
+  /// Rounding of the element casts (nearest_even, or nearest_away for microxcaling).
   static constexpr rounding element_rounding = ElemRounding;
   /// Marks the family for the host fast paths (block/bulk.hpp); a recipe deriving from
   /// mx_recipe must keep its quantize_block / dequantize_block.
   using mx_base = mx_recipe;
 
+  /// Elements per block.
   KVQ_HD constexpr std::size_t block_size() const noexcept { return 32; }
 
+  /// No encode-side constants: the recipe has no tensor-level stage.
   struct params {};
+  /// No tensor value: always 1.
   KVQ_HD static constexpr float tensor_value_from_amax(float) noexcept { return 1.0f; }
+  /// No tensor-level stage: empty params.
   KVQ_HD static constexpr params prepare(float) noexcept { return {}; }
 
   /// The scale byte for a block amax.
@@ -114,6 +138,9 @@ struct mx_recipe {
     }
   }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
                              float* /*zero*/, block_trace* trace = nullptr) const noexcept {
@@ -155,6 +182,7 @@ struct mx_recipe {
     return amax * inv_max;
   }
 
+  /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params&,
                                float* out) const noexcept {
     const float s = scale_value(scale);
@@ -172,39 +200,64 @@ struct mx_recipe {
 /// Recipe names per element format: every recipe type has its own name.
 template <class Elem>
 struct mx_names;
+/// Names of the MXFP8 E4M3 recipes.
 template <>
 struct mx_names<fmt::e4m3> {
+  /// Name of mx_floor<Elem>.
   static constexpr const char* floor = "mxfp8_e4m3_floor";
+  /// Name of mx_floor_microxcaling<Elem>.
   static constexpr const char* floor_microxcaling = "mxfp8_e4m3_floor_microxcaling";
+  /// Name of mx_rceil_te<Elem>.
   static constexpr const char* rceil = "mxfp8_e4m3_rceil";
+  /// Name of mx_rceil_torchao<Elem>.
   static constexpr const char* rceil_torchao = "mxfp8_e4m3_rceil_torchao";
 };
+/// Names of the MXFP8 E5M2 recipes.
 template <>
 struct mx_names<fmt::e5m2> {
+  /// Name of mx_floor<Elem>.
   static constexpr const char* floor = "mxfp8_e5m2_floor";
+  /// Name of mx_floor_microxcaling<Elem>.
   static constexpr const char* floor_microxcaling = "mxfp8_e5m2_floor_microxcaling";
+  /// Name of mx_rceil_te<Elem>.
   static constexpr const char* rceil = "mxfp8_e5m2_rceil";
+  /// Name of mx_rceil_torchao<Elem>.
   static constexpr const char* rceil_torchao = "mxfp8_e5m2_rceil_torchao";
 };
+/// Names of the MXFP6 E3M2 recipes.
 template <>
 struct mx_names<fmt::e3m2> {
+  /// Name of mx_floor<Elem>.
   static constexpr const char* floor = "mxfp6_e3m2_floor";
+  /// Name of mx_floor_microxcaling<Elem>.
   static constexpr const char* floor_microxcaling = "mxfp6_e3m2_floor_microxcaling";
+  /// Name of mx_rceil_te<Elem>.
   static constexpr const char* rceil = "mxfp6_e3m2_rceil";
+  /// Name of mx_rceil_torchao<Elem>.
   static constexpr const char* rceil_torchao = "mxfp6_e3m2_rceil_torchao";
 };
+/// Names of the MXFP6 E2M3 recipes.
 template <>
 struct mx_names<fmt::e2m3> {
+  /// Name of mx_floor<Elem>.
   static constexpr const char* floor = "mxfp6_e2m3_floor";
+  /// Name of mx_floor_microxcaling<Elem>.
   static constexpr const char* floor_microxcaling = "mxfp6_e2m3_floor_microxcaling";
+  /// Name of mx_rceil_te<Elem>.
   static constexpr const char* rceil = "mxfp6_e2m3_rceil";
+  /// Name of mx_rceil_torchao<Elem>.
   static constexpr const char* rceil_torchao = "mxfp6_e2m3_rceil_torchao";
 };
+/// Names of the MXFP4 recipes.
 template <>
 struct mx_names<fmt::e2m1> {
+  /// Name of mx_floor<Elem>.
   static constexpr const char* floor = "mxfp4_floor";
+  /// Name of mx_floor_microxcaling<Elem>.
   static constexpr const char* floor_microxcaling = "mxfp4_floor_microxcaling";
+  /// Name of mx_rceil_te<Elem>.
   static constexpr const char* rceil = "mxfp4_rceil";
+  /// Name of mx_rceil_torchao<Elem>.
   static constexpr const char* rceil_torchao = "mxfp4_rceil_torchao";
 };
 
@@ -212,21 +265,27 @@ struct mx_names<fmt::e2m1> {
 template <class Elem>
 struct mx_floor : mx_recipe<Elem, mx_scale_rule::floor, amax_nan::propagate, mx_inverse::exact_pow2,
                             rounding::nearest_even, false> {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = mx_names<format_of_t<Elem>>::floor;
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source = "OCP MX v1.0 6.3; torchao mx_formats/mx_tensor.py to_mx (FLOOR)";
 };
 /// OCP floor rule with microxcaling's default round-half-away elements.
 template <class Elem>
 struct mx_floor_microxcaling : mx_recipe<Elem, mx_scale_rule::floor, amax_nan::propagate, mx_inverse::exact_pow2,
                                          rounding::nearest_away, false> {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = mx_names<format_of_t<Elem>>::floor_microxcaling;
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source = "microsoft/microxcaling mx/mx_ops.py _quantize_mx (round='nearest')";
 };
 /// Round-up rule as cuBLAS/CUTLASS/TransformerEngine compute it.
 template <class Elem>
 struct mx_rceil_te : mx_recipe<Elem, mx_scale_rule::rceil, amax_nan::ignore, mx_inverse::te_exp2f_rcp,
                                rounding::nearest_even, true> {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = mx_names<format_of_t<Elem>>::rceil;
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source =
       "TransformerEngine cast/mxfp8/quantize_mxfp8.cuh, util/ptx.cuh (float_to_e8m0, exp2f_rcp)";
 };
@@ -234,7 +293,9 @@ struct mx_rceil_te : mx_recipe<Elem, mx_scale_rule::rceil, amax_nan::ignore, mx_
 template <class Elem>
 struct mx_rceil_torchao : mx_recipe<Elem, mx_scale_rule::rceil, amax_nan::propagate, mx_inverse::exact_pow2,
                                     rounding::nearest_even, false> {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = mx_names<format_of_t<Elem>>::rceil_torchao;
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source = "torchao mx_formats/mx_tensor.py _to_mx_rceil";
 };
 

@@ -123,37 +123,64 @@ KVQ_HD constexpr float torch_clamp(float v, float lo, float hi) noexcept {
 
 /// Fields shared by every NVFP4 recipe.
 struct nvfp4_layout {
+  /// Traits type of the element codes.
   using element_format = fmt::e2m1;
+  /// Format of the block scale code.
   using scale_format = fmt::e4m3;
+  /// Type of one stored block scale: a code byte.
   using scale_type = std::uint8_t;
+  /// Bits one element code occupies in the packed buffer (4: two per byte, low nibble first; 2:
+  /// four per byte; 8: one byte).
   static constexpr int storage_bits = 4;
+  /// Bytes of one stored block scale (0: no block scales).
   static constexpr int scale_bytes = 1;
+  /// True if each block also stores an fp32 zero point.
   static constexpr bool has_zero_point = false;
+  /// Elements per block.
   KVQ_HD constexpr std::size_t block_size() const noexcept { return 16; }
 };
 
 // ---------------------------------------------------------------------------------
+/// TransformerEngine / cuBLAS NVFP4 recipe (core_nvfp4.cuh, quantize_transpose_nvfp4.cuh,
+/// reference_nvfp4.py): tensor value = the tensor amax, S_enc = 2688 / amax, SF =
+/// e4m3(block_amax * (S_enc * fp32(1/6))), q = e2m1(x * inv) (see the file comment).
 struct nvfp4_te : nvfp4_layout {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = "nvfp4_te";
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source =
       "TransformerEngine transformer_engine/common/cast/nvfp4/core_nvfp4.cuh, "
       "quantize_transpose_nvfp4.cuh; pytorch/custom_recipes/reference_nvfp4.py";
+  /// What the recipe's single fp32 tensor value means.
   static constexpr tensor_kind tensor = tensor_kind::amax;
+  /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::bit_exact;
+  /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = amax_nan::ignore;
 
+  /// How the element multiplier is formed from the block scale (two TE kernels differ).
   enum class inverse_rule : unsigned char {
     rcp_of_product,  ///< fminf(1/(SF*S_dec), FLT_MAX): quantize_transpose_nvfp4.cuh, reference_nvfp4.py
     enc_div_scale    ///< __fdiv_rn(S_enc, SF): quantize_nvfp4.cuh (rowwise + MXFP8 colwise kernel)
   };
+  /// The inverse rule of this instance (default: the transpose kernel and the test reference).
   inverse_rule inverse = inverse_rule::rcp_of_product;
 
+  /// Encode-side constants of the tensor-level stage, made by prepare().
   struct params {
+    /// \var s_dec
+    /// Decode scale S_dec = 1 / S_enc.
+
+    /// \var amax
+    /// The tensor amax (the stored tensor value).
+
+    /// Encode scale S_enc = fminf(2688 / amax, FLT_MAX), 1 for amax 0 or Inf.
     float s_enc, s_dec, amax;
   };
   /// The tensor value TE stores for a tensor of this amax: the amax itself.
   KVQ_HD static constexpr float tensor_value_from_amax(float amax) noexcept { return amax; }
 
+  /// S_enc and S_dec for a tensor amax, as TE computes them.
   KVQ_HD static params prepare(float amax) noexcept {
     float s_enc = 2688.0f / amax;  // fp8_max * fp4_max / global_amax (448*6 folded)
     s_enc = detail::fmin_ign(s_enc, detail::flt_max);
@@ -162,6 +189,9 @@ struct nvfp4_te : nvfp4_layout {
     return {s_enc, s_dec, amax};
   }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
                              scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
@@ -182,6 +212,7 @@ struct nvfp4_te : nvfp4_layout {
     detail::store_e2m1_scaled<In>(x, inv, codes, trace ? trace->scaled : nullptr);
   }
 
+  /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params& p,
                                float* out) const noexcept {
     const float factor_inv = static_cast<float>(1.0 / (6.0 * 448.0));
@@ -191,24 +222,39 @@ struct nvfp4_te : nvfp4_layout {
 };
 
 // ---------------------------------------------------------------------------------
+/// vLLM NVFP4 KV-cache store (nvfp4_kv_cache_kernels.cu, nvfp4_utils.cuh
+/// cvt_warp_fp16_to_fp4), with its rcp.approx.ftz.f32 reciprocals taken from Instr;
+/// tensor value = k_scale (or v_scale). See the file comment.
 template <class Instr = instr::ieee>
 struct nvfp4_vllm : nvfp4_layout {
+  /// Instruction model (kvq::instr) of the recipe's divisions, reciprocals and multiply-adds.
   using instruction_model = Instr;
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = "nvfp4_vllm";
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source =
       "vLLM csrc/libtorch_stable/nvfp4_kv_cache_kernels.cu, "
       "csrc/libtorch_stable/quantization/fp4/nvfp4_utils.cuh (cvt_warp_fp16_to_fp4)";
+  /// What the recipe's single fp32 tensor value means.
   static constexpr tensor_kind tensor = tensor_kind::decode_scale;
+  /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::needs_instruction_model;
+  /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = amax_nan::propagate;
 
+  /// Encode-side constants of the tensor-level stage, made by prepare().
   struct params {
+    /// \var k_scale
+    /// The tensor value, k_scale (or v_scale), the dequantization multiplier.
+
+    /// global_scale = 1 / k_scale (IEEE division).
     float global_scale, k_scale;
   };
   /// ModelOpt-style checkpoint scale for a tensor amax: amax / (6 * 448), so that
   /// the largest block scale lands at 448. vLLM itself reads k_scale from the checkpoint.
   KVQ_HD static float tensor_value_from_amax(float amax) noexcept { return amax / 2688.0f; }
 
+  /// global_scale = 1 / k_scale and the k_scale itself.
   KVQ_HD static params prepare(float k_scale) noexcept { return {1.0f / k_scale, k_scale}; }
 
   /// One candidate block scale: nvfp4_candidate_scale / the NVFP4 branch of cvt_warp_fp16_to_fp4.
@@ -221,6 +267,9 @@ struct nvfp4_vllm : nvfp4_layout {
     *output_scale = sff != 0.0f ? Instr::rcp(sff * Instr::rcp(gs)) : 0.0f;
   }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
                              scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
@@ -231,6 +280,7 @@ struct nvfp4_vllm : nvfp4_layout {
     detail::store_e2m1_scaled<In>(x, os, codes, trace ? trace->scaled : nullptr);
   }
 
+  /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params& p,
                                float* out) const noexcept {
     const float sff = detail::e4m3_value(scale);
@@ -241,12 +291,18 @@ struct nvfp4_vllm : nvfp4_layout {
 };
 
 // ---------------------------------------------------------------------------------
+/// vLLM NVFP4 KV-cache store with the FOUR_OVER_SIX scale search: block scales with
+/// denominators 6 and 4 are both tried and the one with the smaller reconstruction error
+/// kept (ties keep 6); multiply-adds through Instr::mad (default fused, as nvcc emits).
 template <class Instr = instr::ieee_fma>
 struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
+  /// The plain vLLM recipe (params, candidate scales, dequantization).
   using base = nvfp4_vllm<Instr>;
   using typename base::params;
   using typename base::scale_type;
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = "nvfp4_vllm_4over6";
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source =
       "vLLM csrc/libtorch_stable/nvfp4_kv_cache_kernels.cu (cvt_warp_fp16_to_fp4_4over6)";
 
@@ -266,6 +322,8 @@ struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
     return bit_cast<float>(static_cast<std::uint32_t>(bit_cast<std::uint32_t>(q) | sign));
   }
 
+  /// nvfp4_reconstruction_error of the reference: the sum over the 8 element pairs of the
+  /// squared error of the round trip with output scale os, in the kernel's order.
   template <class In>
   KVQ_HD static float reconstruction_error(const typename In::storage* x, float os) noexcept {
     float error = 0.0f;
@@ -288,6 +346,9 @@ struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
     return error;
   }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
                              scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
@@ -306,15 +367,25 @@ struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
 };
 
 // ---------------------------------------------------------------------------------
+/// torchao NVFP4 (nvfp4_tensor.py _nvfp4_quantize): block scale e4m3(clamp(max_abs / 6,
+/// 2^-6, 448)), elements x divided by the scale; TwoLevel adds the per_tensor_scale
+/// amax * fp32(1/2688) (see the file comment). Use nvfp4_torchao / nvfp4_torchao_two_level.
 template <bool TwoLevel>
 struct nvfp4_torchao_recipe : nvfp4_layout {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
   static constexpr const char* name = TwoLevel ? "nvfp4_torchao_two_level" : "nvfp4_torchao";
+  /// The reference implementation the recipe reproduces (files and functions).
   static constexpr const char* source = "torchao 0.18 torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize)";
+  /// What the recipe's single fp32 tensor value means.
   static constexpr tensor_kind tensor = TwoLevel ? tensor_kind::decode_scale : tensor_kind::none;
+  /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::bit_exact;
+  /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = amax_nan::propagate;
 
+  /// Encode-side constants of the tensor-level stage, made by prepare().
   struct params {
+    /// per_tensor_scale of the two-level recipe (1 for the single-level one).
     float per_tensor_scale;
   };
   /// per_tensor_amax_to_scale: amax / (448 * 6), a tensor / Python-scalar division
@@ -323,8 +394,12 @@ struct nvfp4_torchao_recipe : nvfp4_layout {
     const float inv = 1.0f / 2688.0f;
     return amax * inv;
   }
+  /// per_tensor_scale = v for the two-level recipe, 1 for the single-level one.
   KVQ_HD static params prepare(float v) noexcept { return {TwoLevel ? v : 1.0f}; }
 
+  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
+  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
                              scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
@@ -356,13 +431,16 @@ struct nvfp4_torchao_recipe : nvfp4_layout {
     }
   }
 
+  /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type scale, float /*zero*/, const params& p,
                                float* out) const noexcept {
     const float s = TwoLevel ? p.per_tensor_scale * detail::e4m3_value(scale) : detail::e4m3_value(scale);
     detail::load_e2m1_scaled(codes, s, out);
   }
 };
+/// torchao NVFP4, single level (no tensor value).
 using nvfp4_torchao = nvfp4_torchao_recipe<false>;
+/// torchao NVFP4 with per_tensor_scale.
 using nvfp4_torchao_two_level = nvfp4_torchao_recipe<true>;
 
 }  // namespace block
