@@ -40,12 +40,33 @@ namespace block {
 
 /// Storage sizes of n elements under scheme s (n must be a multiple of the block size).
 struct buffer_sizes {
+  /// \var blocks
+  /// Number of blocks, n / block_size().
+
+  /// \var code_bytes
+  /// Bytes of the packed codes, packed_bytes(n, storage_bits).
+
+  /// \var scales
+  /// Number of block scales (one per block; 0 without block scales).
+
+  /// \var zeros
+  /// Number of zero points (one per block with has_zero_point, else 0).
+
+  /// Number of elements n.
   std::size_t elements = 0, blocks = 0, code_bytes = 0, scales = 0, zeros = 0;
+  /// \var zero_bytes
+  /// Bytes of the zero points (4 each).
+
+  /// \var tensor_bytes
+  /// Bytes of the tensor value: 4, or 0 for tensor_kind::none.
+
+  /// Bytes of the block scales (scales * S::scale_bytes).
   std::size_t scale_bytes = 0, zero_bytes = 0, tensor_bytes = 0;
   /// Every byte the quantized tensor holds: codes + scales + zero points + tensor value.
   constexpr std::size_t total_bytes() const noexcept { return code_bytes + scale_bytes + zero_bytes + tensor_bytes; }
 };
 
+/// The buffer sizes of n elements under scheme s (no checks; see the checked API).
 template <class S>
 KVQ_HD constexpr buffer_sizes sizes_of(const S& s, std::size_t n) noexcept {
   buffer_sizes z;
@@ -82,14 +103,23 @@ KVQ_HD inline float tensor_amax(const typename In::storage* x, std::size_t n, am
 }
 
 // ----------------------------------------------------------------------------- functors
+/// Quantizes block b of a buffer: the KVQ_HD functor of the host loop and the device
+/// paths (one call per block index, blocks independent).
 template <class S, class In = f32_input>
 struct quantize_block_fn {
+  /// The scheme.
   S scheme;
+  /// Tensor-level constants (S::prepare of the tensor value).
   typename S::params params;
+  /// Input elements, block b at x + b * block_size().
   const typename In::storage* x;
+  /// Packed output codes, block b at byte b * block_size() * storage_bits / 8.
   std::uint8_t* codes;
+  /// Block scales, one per block; may be null when S::scale_bytes == 0.
   typename S::scale_type* scales;  // may be null when S::scale_bytes == 0
+  /// Zero points, one per block; may be null unless S::has_zero_point.
   float* zeros;                    // may be null unless S::has_zero_point
+  /// Quantizes block b.
   KVQ_HD void operator()(std::size_t b) const noexcept {
     const std::size_t bs = scheme.block_size();
     typename S::scale_type scale_tmp{};
@@ -99,14 +129,22 @@ struct quantize_block_fn {
   }
 };
 
+/// Dequantizes block b of a buffer (the counterpart of quantize_block_fn).
 template <class S>
 struct dequantize_block_fn {
+  /// The scheme.
   S scheme;
+  /// Tensor-level constants (S::prepare of the tensor value).
   typename S::params params;
+  /// Packed codes, block b at byte b * block_size() * storage_bits / 8.
   const std::uint8_t* codes;
+  /// Block scales; null reads a zero-initialised scale.
   const typename S::scale_type* scales;
+  /// Zero points; null reads 0.
   const float* zeros;
+  /// Output values, block b at out + b * block_size().
   float* out;
+  /// Dequantizes block b.
   KVQ_HD void operator()(std::size_t b) const noexcept {
     const std::size_t bs = scheme.block_size();
     scheme.dequantize_block(codes + b * bs * S::storage_bits / 8, scales ? scales[b] : typename S::scale_type{},
@@ -167,6 +205,7 @@ float quantize(const S& s, const typename In::storage* x, std::size_t n, tensor_
 
 /// 16-bit inputs by kind: kvq::block::quantize(s, bits, n, half_kind::bf16, ...).
 enum class half_kind : unsigned char { bf16, fp16 };
+/// quantize() of bf16 or fp16 bits, chosen at run time by kind.
 template <class S>
 float quantize(const S& s, const std::uint16_t* x, std::size_t n, half_kind kind, tensor_value tv, std::uint8_t* codes,
                std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales, float* zeros = nullptr,
@@ -212,9 +251,12 @@ void dequantize(const S& s, const std::uint8_t* codes, std::size_t code_bytes, c
 template <class S>
 class quantized_tensor {
  public:
+  /// The scheme type.
   using scheme_type = S;
+  /// Type of one block scale.
   using scale_type = typename S::scale_type;
 
+  /// An empty tensor under scheme s.
   explicit quantized_tensor(S s = S{}) : scheme_(s) {}
 
   /// Quantize x[0..n). Throws std::invalid_argument (leaving *this unchanged) on a bad n.
@@ -232,6 +274,7 @@ class quantized_tensor {
     tensor_value_ = t;
   }
 
+  /// Dequantizes into out[0..size()). Throws std::invalid_argument if n_out < size().
   void dequantize(float* out, std::size_t n_out) const {
     if (n_out < n_)
       throw std::invalid_argument(std::string("kvq::block::quantized_tensor(") + S::name + ")::dequantize: output holds " +
@@ -239,17 +282,24 @@ class quantized_tensor {
     block::dequantize(scheme_, codes_.data(), codes_.size(), scales_.data(), scales_.size(), zeros_.data(),
                       zeros_.size(), tensor_value_, out, n_);
   }
+  /// The dequantized values.
   std::vector<float> dequantize() const {
     std::vector<float> out(n_);
     dequantize(out.data(), out.size());
     return out;
   }
 
+  /// Number of elements.
   std::size_t size() const noexcept { return n_; }
+  /// The scheme.
   const S& scheme() const noexcept { return scheme_; }
+  /// Packed codes (layout in the file comment).
   const std::vector<std::uint8_t>& codes() const noexcept { return codes_; }
+  /// Block scales, one per block (empty without block scales).
   const std::vector<scale_type>& scales() const noexcept { return scales_; }
+  /// Zero points, one per block (empty without zero points).
   const std::vector<float>& zeros() const noexcept { return zeros_; }
+  /// The tensor value used by assign() (1 for schemes without one).
   float tensor_value() const noexcept { return tensor_value_; }
 
   /// Bytes held: codes + scales + zero points + the tensor value (if the scheme has one).

@@ -39,9 +39,13 @@ namespace instr {
 /// CUDA's `1.0f / x` and `a / b` compile to with the default -prec-div=true, and
 /// what a kernel built with --fmad=false computes.
 struct ieee {
+  /// Model name.
   static constexpr const char* name = "ieee";
+  /// 1 / a, IEEE division (round to nearest even).
   KVQ_HD static float rcp(float a) noexcept { return 1.0f / a; }
+  /// a / b, IEEE division.
   KVQ_HD static float div(float a, float b) noexcept { return a / b; }
+  /// a * b rounded, then + c rounded (no contraction).
   KVQ_HD static float mad(float a, float b, float c) noexcept {
     const float p = a * b;
     return p + c;
@@ -51,9 +55,13 @@ struct ieee {
 /// As `ieee`, but `mad` is one fused multiply-add (one rounding): what nvcc emits
 /// for `a*b + c` with its default --fmad=true. The fma is written on purpose.
 struct ieee_fma {
+  /// Model name.
   static constexpr const char* name = "ieee_fma";
+  /// 1 / a, IEEE division.
   KVQ_HD static float rcp(float a) noexcept { return 1.0f / a; }
+  /// a / b, IEEE division.
   KVQ_HD static float div(float a, float b) noexcept { return a / b; }
+  /// fma(a, b, c), one rounding.
   KVQ_HD static float mad(float a, float b, float c) noexcept { return ::fmaf(a, b, c); }
 };
 

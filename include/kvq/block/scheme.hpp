@@ -46,9 +46,11 @@ enum class exactness : unsigned char {
                            ///< instruction model replaces instr::ieee
 };
 
+/// "none", "amax" or "decode_scale".
 inline constexpr const char* to_string(tensor_kind k) noexcept {
   return k == tensor_kind::none ? "none" : k == tensor_kind::amax ? "amax" : "decode_scale";
 }
+/// "bit_exact" or "needs_instruction_model".
 inline constexpr const char* to_string(exactness e) noexcept {
   return e == exactness::bit_exact ? "bit_exact" : "needs_instruction_model";
 }
@@ -70,9 +72,13 @@ struct block_trace {
 /// quantized (TE's amax, torchao's per_tensor_amax_to_scale, vLLM's first-batch
 /// calibration), or given (a checkpoint k_scale, or a frozen calibrated scale).
 struct tensor_value {
+  /// True: compute the value from the data being quantized; false: use `value`.
   bool from_data = true;
+  /// The given tensor value (used when from_data is false).
   float value = 1.0f;
+  /// Computed from the data.
   static constexpr tensor_value computed() noexcept { return {true, 1.0f}; }
+  /// Given: v.
   static constexpr tensor_value given(float v) noexcept { return {false, v}; }
 };
 
@@ -158,6 +164,9 @@ enum class amax_nan : unsigned char {
   propagate          ///< torch.amax / torch.max (torchao, microxcaling, KIVI): any NaN -> NaN
 };
 
+/// Maximum of |x[0..n)| (widened from input kind In) starting from +0, with the NaN rule of
+/// the reference: ignore (never NaN), ignore_unless_all (NaN if n > 0 and every element is
+/// NaN), propagate (NaN if any element is NaN). NaN results are the quiet NaN 0x7FC00000.
 template <class In>
 KVQ_HD inline float block_amax(const typename In::storage* x, std::size_t n, amax_nan rule) noexcept {
   float m = 0.0f;
