@@ -70,6 +70,8 @@ namespace instr {
 /// The instructions kvq models.
 enum class instruction { rcp_approx_ftz_f32, ex2_approx_ftz_f32, ex2_approx_f16x2, div_full_f32 };
 
+/// The PTX spelling: "rcp.approx.ftz.f32", "ex2.approx.ftz.f32", "ex2.approx.f16x2" or
+/// "div.full.f32".
 KVQ_HD constexpr const char* to_string(instruction i) noexcept {
   switch (i) {
     case instruction::rcp_approx_ftz_f32: return "rcp.approx.ftz.f32";
@@ -125,6 +127,10 @@ KVQ_HD inline std::uint32_t rcp_reference_bits(std::uint32_t k) noexcept {
   return detail::u32(1.0f / rcp_table_input(k));
 }
 
+/// Model of rcp.approx.ftz.f32: the correctly rounded reciprocal of the mantissa plus the
+/// table correction, scaled by the exponent; NaN gives the GPU's canonical NaN, +-0 and
+/// subnormals (flushed) give +-Inf, +-Inf gives +-0, subnormal results flush to +-0.
+/// Without a usable table t the correction is 0.
 KVQ_HD inline float rcp_approx_ftz(float a, const table_view* t) noexcept {
   const std::uint32_t u = detail::u32(a), s = u & 0x80000000u;
   const std::uint32_t e = (u >> 23) & 0xffu, k = u & 0x7fffffu;
@@ -140,6 +146,7 @@ KVQ_HD inline float rcp_approx_ftz(float a, const table_view* t) noexcept {
 
 // ---- ex2.approx.ftz.f32 -------------------------------------------------------------
 
+/// Input of table entry k: 1 + k 2^-23.
 KVQ_HD inline float ex2_table_input(std::uint32_t k) noexcept { return detail::f32(0x3f800000u | k); }
 /// Reference of entry k: kvq::math::exp2(1 + k 2^-23), in [2, 4).
 KVQ_HD inline std::uint32_t ex2_reference_bits(std::uint32_t k) noexcept {
@@ -176,6 +183,9 @@ KVQ_HD inline std::int64_t ex2_fixed_point(float a, fixed_point_rounding r = fix
   return (u >> 31) ? -n : n;
 }
 
+/// Model of ex2.approx.ftz.f32: a * 2^23 in fixed point (rounding from t's variant), the
+/// reference 2^(1 + fraction) plus the table correction, scaled by 2^(integer part - 1);
+/// NaN gives the canonical NaN, a >= 128 gives +Inf, a <= -128 and subnormal results give +0.
 KVQ_HD inline float ex2_approx_ftz(float a, const table_view* t) noexcept {
   const std::uint32_t u = detail::u32(a);
   if ((u & 0x7fffffffu) > 0x7f800000u) return detail::f32(gpu_nan_f32);
@@ -203,6 +213,8 @@ KVQ_HD inline std::uint16_t ex2_f16_reference_bits(std::uint16_t h) noexcept {
   return detail::nonneg_to_f16(math::exp2(static_cast<double>(x)));
 }
 
+/// Model of one lane of ex2.approx.f16x2: the reference (2^h rounded to nearest f16) plus
+/// the table correction of input h.
 KVQ_HD inline std::uint16_t ex2_approx_f16(std::uint16_t h, const table_view* t) noexcept {
   std::int32_t r = ex2_f16_reference_bits(h);
   if (detail::usable(t, instruction::ex2_approx_f16x2)) r += t->correction(h);

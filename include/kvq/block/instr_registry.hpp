@@ -47,23 +47,36 @@ namespace instr {
 
 /// GPU architecture tags.
 struct sm89 {
+  /// Position in arch_suffixes.
   static constexpr int index = 0;
+  /// Name suffix of the models of this architecture.
   static constexpr const char* suffix = "sm89";
 };
+/// Hopper (sm_90).
 struct sm90 {
+  /// Position in arch_suffixes.
   static constexpr int index = 1;
+  /// Name suffix of the models of this architecture.
   static constexpr const char* suffix = "sm90";
 };
+/// Blackwell (sm_100).
 struct sm100 {
+  /// Position in arch_suffixes.
   static constexpr int index = 2;
+  /// Name suffix of the models of this architecture.
   static constexpr const char* suffix = "sm100";
 };
+/// Number of modelled architectures.
 inline constexpr int n_arches = 3;
+/// Name suffixes of the architectures, by index.
 inline constexpr const char* arch_suffixes[n_arches] = {"sm89", "sm90", "sm100"};
+/// Number of modelled instructions.
 inline constexpr int n_instructions = 4;
+/// The modelled instructions, in registry order.
 inline constexpr instruction instructions[n_instructions] = {
     instruction::rcp_approx_ftz_f32, instruction::ex2_approx_ftz_f32, instruction::ex2_approx_f16x2,
     instruction::div_full_f32};
+/// Name stems of the instructions (a model's name is stem + "_" + arch suffix).
 inline constexpr const char* instruction_stems[n_instructions] = {"rcp_approx_ftz_f32", "ex2_approx_ftz_f32",
                                                                   "ex2_approx_f16x2", "div_full_f32"};
 
@@ -75,6 +88,7 @@ enum class model_state {
   inferred     ///< div.full.f32: documented algorithm over a captured rcp table
 };
 
+/// "uncaptured", "captured", "verified" or "inferred".
 inline const char* to_string(model_state s) {
   switch (s) {
     case model_state::uncaptured: return "uncaptured";
@@ -88,24 +102,31 @@ inline const char* to_string(model_state s) {
 /// One registry entry.
 class named_model {
  public:
+  /// An uncaptured entry for instruction ins on the architecture of index arch.
   named_model(std::string name, instruction ins, int arch) : name_(std::move(name)), ins_(ins), arch_(arch) {}
   named_model(const named_model&) = delete;
   named_model& operator=(const named_model&) = delete;
 
+  /// The model's name, e.g. "rcp_approx_ftz_f32_sm90".
   const std::string& name() const noexcept { return name_; }
+  /// The instruction.
   instruction ins() const noexcept { return ins_; }
+  /// The architecture suffix ("sm89", "sm90", "sm100").
   const char* arch() const noexcept { return arch_suffixes[arch_]; }
   /// The table the model evaluates with (for div.full.f32: the rcp table of its arch);
   /// nullptr while uncaptured.
   const table_view* table() const noexcept { return view_.load(std::memory_order_acquire); }
   /// The table's metadata (empty while uncaptured).
   const instr_table* table_data() const noexcept { return data_.load(std::memory_order_acquire); }
+  /// uncaptured without a table; inferred for div.full.f32 over a captured rcp table;
+  /// verified when the table's metadata records 0 mismatches; captured otherwise.
   model_state state() const noexcept {
     const instr_table* d = table_data();
     if (d == nullptr) return model_state::uncaptured;
     if (ins_ == instruction::div_full_f32) return model_state::inferred;
     return d->get("mismatches") == "0" ? model_state::verified : model_state::captured;
   }
+  /// True when a table is installed.
   bool captured() const noexcept { return table() != nullptr; }
 
   /// Evaluation (host). The unary f32 instructions (rcp, ex2) take and return floats;
@@ -116,9 +137,12 @@ class named_model {
     if (ins_ == instruction::rcp_approx_ftz_f32) return rcp_approx_ftz(a, table());
     return detail::f32(0x7fc00000u);
   }
+  /// div.full.f32 of a and b; a quiet NaN for the other instructions.
   float operator()(float a, float b) const noexcept {
     return ins_ == instruction::div_full_f32 ? div_full(a, b, table()) : detail::f32(0x7fc00000u);
   }
+  /// The instruction on a bit pattern: a float's bits for rcp / ex2 f32, two f16 lanes for
+  /// ex2.approx.f16x2; 0 for div.full.f32 (binary).
   std::uint32_t eval_bits(std::uint32_t x) const noexcept {
     switch (ins_) {
       case instruction::rcp_approx_ftz_f32: return detail::u32(rcp_approx_ftz(detail::f32(x), table()));
@@ -188,13 +212,16 @@ inline const named_model& find(const std::string& name) {
   detail::registry_fail("unknown instruction model '" + name + "' (known: " + known + ")");
 }
 
+/// Names of all registry entries, in registry order.
 inline std::vector<std::string> model_names() {
   std::vector<std::string> v;
   for (const auto& m : detail::store().models) v.push_back(m->name());
   return v;
 }
 
+/// Installs a table into an entry (the registry's only writer of a model's table).
 struct registry_access {
+  /// Publishes table t and its view v in m (release stores).
   static void install(named_model& m, const instr_table* t, const table_view* v) {
     m.data_.store(t, std::memory_order_release);
     m.view_.store(v, std::memory_order_release);
@@ -286,8 +313,11 @@ inline instr_table table_from_results(instruction ins, const std::uint32_t* hw, 
 /// multiply-adds.
 template <class Arch>
 struct gpu_approx {
+  /// The architecture tag (sm89, sm90, sm100).
   using arch = Arch;
+  /// Policy name.
   static constexpr const char* name = "gpu_approx";
+  /// rcp.approx.ftz.f32: the instruction itself in device code, the captured model on the host.
   KVQ_HD static float rcp(float a) noexcept {
 #if KVQ_DEVICE_PASS
     float r;
@@ -297,6 +327,7 @@ struct gpu_approx {
     return rcp_approx_ftz(a, model_of(instruction::rcp_approx_ftz_f32, Arch::index).table());
 #endif
   }
+  /// div.full.f32: the instruction in device code, the model over the captured rcp table on the host.
   KVQ_HD static float div(float a, float b) noexcept {
 #if KVQ_DEVICE_PASS
     float r;
@@ -306,6 +337,7 @@ struct gpu_approx {
     return div_full(a, b, model_of(instruction::rcp_approx_ftz_f32, Arch::index).table());
 #endif
   }
+  /// fma(a, b, c), one rounding (nvcc's default contraction).
   KVQ_HD static float mad(float a, float b, float c) noexcept { return ::fmaf(a, b, c); }
   /// Host: true when the models this policy uses are captured (div: inferred over a captured rcp).
   static bool verified() { return model_of(instruction::rcp_approx_ftz_f32, Arch::index).captured(); }
@@ -315,6 +347,7 @@ struct gpu_approx {
 /// ex2.approx.ftz.f32 on Arch.
 template <class Arch>
 struct exp2_gpu_approx {
+  /// ex2.approx.ftz.f32 of x: the instruction in device code, the captured model on the host.
   KVQ_HD float operator()(float x) const noexcept {
 #if KVQ_DEVICE_PASS
     float r;
@@ -324,6 +357,7 @@ struct exp2_gpu_approx {
     return ex2_approx_ftz(x, model_of(instruction::ex2_approx_ftz_f32, Arch::index).table());
 #endif
   }
+  /// Host: true when the ex2.approx.ftz.f32 model of Arch is captured.
   static bool verified() { return model_of(instruction::ex2_approx_ftz_f32, Arch::index).captured(); }
 };
 

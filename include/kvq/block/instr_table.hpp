@@ -53,15 +53,21 @@ namespace instr {
 
 /// One entry of the exception list.
 struct table_exception {
+  /// Entry index (< count).
   std::uint32_t index;
+  /// Its correction, outside {-1, 0, +1}.
   std::int32_t correction;
 };
 
 /// A non-owning view of a table, usable in KVQ_HD code (host or device memory).
 struct table_view {
+  /// 2-bit codes, ceil(count / 4) bytes, entry i at bits 2 * (i % 4) of byte i / 4.
   const std::uint8_t* codes = nullptr;          // ceil(count/4) bytes
+  /// n_exceptions entries, sorted by index.
   const table_exception* exceptions = nullptr;  // n_exceptions entries, sorted by index
+  /// Number of entries.
   std::uint32_t count = 0;
+  /// Number of exceptions.
   std::uint32_t n_exceptions = 0;
   /// Model variant recorded with the table (ex2.approx.ftz.f32: the fixed-point
   /// rounding, metadata "fixed_point" = rn (0) | rz (1) | rd (2)); 0 by default.
@@ -83,23 +89,34 @@ struct table_view {
   }
 };
 
+/// Magic bytes at offset 0 of a table file, "KVQINSTR".
 inline constexpr char table_magic[8] = {'K', 'V', 'Q', 'I', 'N', 'S', 'T', 'R'};
+/// File format version written and accepted.
 inline constexpr std::uint32_t table_version = 1;
+/// Largest accepted metadata block, in bytes.
 inline constexpr std::uint32_t table_max_meta = 4096;
+/// Largest accepted entry count, 2^24.
 inline constexpr std::uint32_t table_max_count = 1u << 24;
 
 /// An owning table: metadata, packed codes and exceptions.
 struct instr_table {
+  /// Metadata key/value pairs, in file order.
   std::vector<std::pair<std::string, std::string>> meta;  // in file order
+  /// Number of entries.
   std::uint32_t count = 0;
+  /// Packed 2-bit codes (layout of table_view::codes).
   std::vector<std::uint8_t> codes;
+  /// Exception list, sorted by index.
   std::vector<table_exception> exceptions;
 
+  /// A view of this table (valid while it lives); the variant comes from the "fixed_point"
+  /// metadata key (rz 1, rd 2, else 0).
   table_view view() const {
     const std::string fp = get("fixed_point");
     const std::uint32_t variant = fp == "rz" ? 1u : fp == "rd" ? 2u : 0u;
     return {codes.data(), exceptions.data(), count, static_cast<std::uint32_t>(exceptions.size()), variant};
   }
+  /// The correction of entry i (i < count).
   std::int32_t correction(std::uint32_t i) const noexcept { return view().correction(i); }
   /// The value of a metadata key, "" if absent.
   std::string get(const std::string& key) const {
@@ -107,6 +124,7 @@ struct instr_table {
       if (kv.first == key) return kv.second;
     return {};
   }
+  /// Sets a metadata key (replaces its value, or appends the pair).
   void set(const std::string& key, const std::string& value) {
     for (auto& kv : meta)
       if (kv.first == key) {
@@ -266,8 +284,11 @@ inline instr_table parse(const std::uint8_t* p, std::size_t n) {
   return t;
 }
 
+/// parse() of a whole image. Throws std::invalid_argument for every malformed image.
 inline instr_table parse(const std::vector<std::uint8_t>& img) { return parse(img.data(), img.size()); }
 
+/// Reads and parses a table file. Throws std::invalid_argument if it cannot be opened or
+/// is malformed.
 inline instr_table read_table_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) detail::table_fail("cannot open '" + path + "'");
@@ -275,6 +296,8 @@ inline instr_table read_table_file(const std::string& path) {
   return parse(img);
 }
 
+/// Writes t as a table file. Throws std::invalid_argument if the metadata is not writable
+/// or the file cannot be written.
 inline void write_table_file(const std::string& path, const instr_table& t) {
   const std::vector<std::uint8_t> img = serialize(t);
   std::ofstream out(path, std::ios::binary);
