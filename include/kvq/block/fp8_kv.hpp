@@ -104,9 +104,9 @@ struct fp8_per_tensor {
   /// The tensor value is the scale itself.
   KVQ_HD static constexpr params prepare(float scale) noexcept { return {scale}; }
 
-  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
-  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
-  /// intermediate values (no output bit changes).
+  /// Quantizes one element of kind In: code = fp8(Instr::div(x, p.scale)) with satfinite
+  /// round to nearest even; no block scale is written. When trace is given it receives
+  /// |x|, the scale and the scaled value.
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes, scale_type*,
                              float*, block_trace* trace = nullptr) const noexcept {
@@ -173,8 +173,9 @@ struct per_token_head {
   /// No tensor-level stage: empty params.
   KVQ_HD static constexpr params prepare(float) noexcept { return {}; }
 
-  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
-  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
+  /// Quantizes one (token, head) block of head_dim inputs of kind In: *scale =
+  /// max(amax / quant_max, 1e-6), codes of clamp(x * Instr::div(1, scale)) (fp8: round to
+  /// nearest even; int8: truncation toward zero). When trace is given it receives the
   /// intermediate values (no output bit changes).
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,

@@ -317,7 +317,8 @@ struct gpu_approx {
   using arch = Arch;
   /// Policy name.
   static constexpr const char* name = "gpu_approx";
-  /// rcp.approx.ftz.f32: the instruction itself in device code, the captured model on the host.
+  /// rcp.approx.ftz.f32: the instruction itself in device code, the registry model of Arch
+  /// on the host (its documented fallback while uncaptured).
   KVQ_HD static float rcp(float a) noexcept {
 #if KVQ_DEVICE_PASS
     float r;
@@ -327,7 +328,8 @@ struct gpu_approx {
     return rcp_approx_ftz(a, model_of(instruction::rcp_approx_ftz_f32, Arch::index).table());
 #endif
   }
-  /// div.full.f32: the instruction in device code, the model over the captured rcp table on the host.
+  /// div.full.f32: the instruction in device code, on the host the div.full model over the
+  /// rcp table of Arch (the fallback while uncaptured).
   KVQ_HD static float div(float a, float b) noexcept {
 #if KVQ_DEVICE_PASS
     float r;
@@ -347,7 +349,8 @@ struct gpu_approx {
 /// ex2.approx.ftz.f32 on Arch.
 template <class Arch>
 struct exp2_gpu_approx {
-  /// ex2.approx.ftz.f32 of x: the instruction in device code, the captured model on the host.
+  /// ex2.approx.ftz.f32 of x: the instruction in device code, the registry model of Arch on
+  /// the host (its documented fallback while uncaptured).
   KVQ_HD float operator()(float x) const noexcept {
 #if KVQ_DEVICE_PASS
     float r;

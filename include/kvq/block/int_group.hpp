@@ -88,9 +88,9 @@ struct kivi_group {
   /// No tensor-level stage: empty params.
   KVQ_HD static constexpr params prepare(float) noexcept { return {}; }
 
-  /// Quantizes one block of block_size() inputs of kind In (f32_input, bf16_input, fp16_input):
-  /// packed codes, *scale (and *zero where has_zero_point); when trace is given it receives the
-  /// intermediate values (no output bit changes).
+  /// Quantizes one group of `group` inputs of kind In: codes packed from bit 0 (the bytes
+  /// are cleared first), *scale = (max - min) / (2^Bits - 1) and *zero = min, every step
+  /// rounded to Compute; NaN elements are skipped for min/max and code to 0.
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params&, std::uint8_t* codes, scale_type* scale,
                              float* zero) const noexcept {

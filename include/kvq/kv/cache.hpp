@@ -82,7 +82,7 @@ struct precision_policy {
   /// Tensor value of the key format (TE amax, vLLM k_scale, torchao per_tensor_scale); calibrated
   /// from the first rows that reach the store and frozen if empty.
   std::optional<float> k_tensor_value, v_tensor_value;  ///< given; else calibrated and frozen
-  /// Options of KIVI formats (group size along tokens, residual length).
+  /// KIVI settings of KIVI formats: the residual length (the group size comes from the scheme).
   kivi_options kivi;
 
   /// Every token in format f (K and V), nothing kept at high precision.

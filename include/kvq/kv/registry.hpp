@@ -52,6 +52,8 @@ namespace kvq {
 namespace kv {
 
 /// How a scheme's tensor-level value is chosen when the caller gives none.
+/// none: the format has no tensor value; unit: 1.0; calibrated: vLLM calc_kv_scales
+/// (amax * fp32(1/200) for K, 1/100 for V); from_amax: the recipe's own rule (see the file comment).
 enum class tensor_rule : unsigned char { none, unit, calibrated, from_amax };
 
 /// Which elements share one scale (to tell which elements share a scale with an
@@ -68,7 +70,7 @@ enum class scale_grouping : unsigned char {
 struct scheme {
   std::string name;                  ///< canonical name
   std::vector<std::string> aliases;  ///< old spellings, accepted on input
-  /// One-line description (for --list output).
+  /// Human-readable description of the scheme.
   std::string description;
   std::optional<kv_format> format;   ///< the library storage format behind it
   /// How the tensor-level value is chosen when the caller gives none.
