@@ -3,6 +3,7 @@
 ///
 /// Recipes (types; each header documents its reference, operation order and bad-input
 /// behaviour), with their bit-exactness against the reference GPU kernels today:
+/// ~~~
 ///   nvfp4_te                    TransformerEngine / cuBLAS NVFP4           bit-exact
 ///   nvfp4_torchao               torchao NVFP4, single-level                bit-exact
 ///   nvfp4_torchao_two_level     torchao NVFP4 with per_tensor_scale        bit-exact
@@ -15,6 +16,7 @@
 ///   fp8_per_tensor<E, Instr>    vLLM FP8 KV (k_scale/v_scale), CUDA store  bit-exact (Triton store: needs model)
 ///   per_token_head<E, Instr>    vLLM fp8/int8_per_token_head (Triton)      needs instruction model
 ///   kivi_group<Bits, Compute>   KIVI INT8/INT4/INT2 asymmetric groups      bit-exact
+/// ~~~
 /// "needs instruction model": exact once a hardware model of rcp.approx.ftz.f32 / Triton's
 /// fp32 division replaces instr::ieee (see block/instr.hpp: instr::gpu_approx<Arch> in
 /// block/instr_registry.hpp, docs/instr.md); until then the results are those of

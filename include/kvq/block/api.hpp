@@ -5,6 +5,7 @@
 /// in blocks of B = scheme.block_size() consecutive elements (row-major tensors whose
 /// row length is a multiple of B are the same thing: block b = row r, column block c at
 /// b = r * (cols / B) + c):
+/// ~~~
 ///   codes   packed_bytes(n, storage_bits) bytes; block b occupies bytes
 ///           [b*B*bits/8, (b+1)*B*bits/8): e2m1/INT4 two per byte with element 2i in the LOW
 ///           nibble, INT2 four per byte from bit 0, e4m3/e5m2/FP6/INT8 one byte per element.
@@ -13,13 +14,16 @@
 ///   zeros   one fp32 zero point per block (KIVI: the group minimum), else none.
 ///   tensor  one fp32 value whose meaning is scheme.tensor (TE: amax; vLLM: k_scale;
 ///           torchao two-level: per_tensor_scale), else unused.
+/// ~~~
 ///
 /// Two levels:
+/// ~~~
 ///  - quantize_block_fn / dequantize_block_fn: unchecked per-block functors on raw
 ///    pointers, KVQ_HD, no allocation; wrap them in thrust::for_each over block indices.
 ///  - quantize / dequantize: checked host entry points; on bad sizes they throw
 ///    std::invalid_argument naming the sizes and write nothing.
 ///  - `quantized_tensor<S>`: an owning host container with exact memory accounting.
+/// ~~~
 #pragma once
 
 #include <cstddef>

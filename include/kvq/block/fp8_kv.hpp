@@ -2,6 +2,7 @@
 /// kvq/block/fp8_kv.hpp — FP8 / INT8 KV-cache recipes as vLLM stores them.
 ///
 /// fp8_per_tensor<Elem, Instr> — vLLM `kv_cache_dtype=fp8|fp8_e4m3|fp8_e5m2`
+/// ~~~
 ///   csrc/quantization/fp8/nvidia/quant_utils.cuh scaled_vec_conversion:
 ///     q = __nv_cvt_float_to_fp8(float(x) / scale, __NV_SATFINITE, fmt)
 ///   (IEEE division with nvcc's default -prec-div; the Triton store path
@@ -16,8 +17,10 @@
 ///   amax * fp32(1/200) (aten/src/ATen/native/cuda/BinaryDivTrueKernel.cu): vllm_calibrated_scale.
 ///   Bad input: scale 0 divides into ±Inf (-> ±max) and 0/0 = NaN (-> NaN code); NaN x -> NaN code
 ///   (e4m3 0x7F); Inf x -> ±max.
+/// ~~~
 ///
 /// per_token_head<Elem, Instr> — vLLM `kv_cache_dtype=fp8_per_token_head|int8_per_token_head`
+/// ~~~
 ///   vllm/v1/attention/ops/triton_reshape_and_cache_flash.py _reshape_cache_per_token_head:
 ///     scale = max(amax(|x| over head_size) / QUANT_MAX, 1e-6)     (fp32, Triton division)
 ///     q     = clamp(x * (1.0 / scale), QUANT_MIN, QUANT_MAX) stored to the cache dtype
@@ -28,6 +31,7 @@
 ///   head gets scale 1e-6 and codes 0; NaN elements store NaN (fp8) or 0 (int8).
 ///   Both divisions are Triton's fp32 division, so this recipe is exact only once a
 ///   hardware instruction model for it exists.
+/// ~~~
 #pragma once
 
 #include <cstddef>

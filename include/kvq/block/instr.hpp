@@ -3,6 +3,7 @@
 /// divisions and multiply-adds round.
 ///
 /// Several reference kernels do not use IEEE-correct operations:
+/// ~~~
 ///   - vLLM / TensorRT-LLM NVFP4 quantizers take reciprocals with
 ///     `rcp.approx.ftz.f32` (vLLM csrc/libtorch_stable/quantization/fp4/nvfp4_utils.cuh,
 ///     reciprocal_approximate_ftz);
@@ -11,12 +12,15 @@
 ///     default fp32 division, which is not guaranteed to be `div.rn.f32`;
 ///   - nvcc contracts `a*b + c` into an fma by default (--fmad=true), which changes
 ///     bits wherever a kernel's source has a multiply feeding an add.
+/// ~~~
 /// The exact results of the approximate instructions are not documented. Every
 /// recipe therefore routes these operations through an *instruction model*: a policy
 /// type with three static KVQ_HD functions
+/// ~~~
 ///     float rcp(float a);              // the kernel's reciprocal instruction
 ///     float div(float a, float b);     // the kernel's fp32 division
 ///     float mad(float a, float b, float c);   // a*b + c as the kernel's compiler emits it
+/// ~~~
 /// The models here are IEEE ones, and they stay the recipes' defaults. The hardware
 /// models are kvq::instr::gpu_approx<Arch> (rcp.approx.ftz.f32, div.full.f32, fused
 /// mad) and, for FA3's softmax exp2, kvq::instr::exp2_gpu_approx<Arch>

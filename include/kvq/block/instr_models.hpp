@@ -11,16 +11,19 @@
 ///
 /// rcp.approx.ftz.f32 (PTX ISA, "rcp": max 1 ulp error; .ftz flushes subnormal
 /// inputs and results to sign-preserving zero; rcp(+-0) = +-Inf, rcp(+-Inf) = +-0).
+/// ~~~
 ///   Known: for a normal input a = m 2^e, 1/a = (1/m) 2^-e, and a correctly rounded
 ///   reciprocal scales exactly; results below 2^-126 flush to zero.
 ///   Inferred (checked by the capture program, tests/gpu/instr_capture.cu, over all
 ///   2^32 inputs): the hardware result also depends on e only by that scaling, and
 ///   on the sign only by the sign. Table: index = the 23 mantissa bits; reference =
 ///   the correctly rounded 1/m, m in [1, 2).
+/// ~~~
 ///
 /// ex2.approx.ftz.f32 (PTX ISA, "ex2": an approximation of 2^a with a documented
 /// relative error bound, not its bits; .ftz: subnormal inputs are 0, subnormal
 /// results flush to +0; ex2(-Inf) = +0, ex2(+Inf) = +Inf).
+/// ~~~
 ///   Inferred, from how the multifunction unit is built (Oberman & Siu, "A
 ///   high-performance area-efficient multifunction interpolator", ARITH-17, 2005:
 ///   the input is converted to fixed point, the integer part becomes the exponent,
@@ -35,13 +38,16 @@
 ///   -inf) stored with the table (metadata fixed_point); the capture program tries
 ///   all three on every |a| < 1, records the best, and counts per input binade where
 ///   the model still disagrees with the hardware.
+/// ~~~
 ///
 /// ex2.approx.f16x2 (PTX ISA: 2^x on each f16 half of the register). The table
 /// covers every input, so its subnormal and special-value handling is captured, not
 /// assumed.
+/// ~~~
 ///   Table: all 2^16 inputs of one lane; reference = 2^x rounded to nearest f16
 ///   (kvq::math::exp2 in double, then rounded to f16). The captured model is the
 ///   hardware by construction (for one lane; lane independence is checked on the GPU).
+/// ~~~
 ///
 /// div.full.f32 (what Triton emits, as inline PTX, for an fp32 `/` without IEEE
 /// rounding: Triton's NVIDIA backend, FDiv lowering; PTX ISA, "div": "div.full.f32 implements a relatively fast,

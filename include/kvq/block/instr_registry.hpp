@@ -3,8 +3,10 @@
 /// types through which recipes use them.
 ///
 /// Every (instruction, GPU architecture) pair kvq models has a name,
+/// ~~~
 ///     rcp_approx_ftz_f32_<arch>   ex2_approx_ftz_f32_<arch>
 ///     ex2_approx_f16x2_<arch>     div_full_f32_<arch>          arch: sm89, sm90, sm100
+/// ~~~
 /// and an entry in one process-wide registry: kvq::instr::find(name). An entry starts
 /// *uncaptured*: it evaluates the documented fallback of kvq/block/instr_models.hpp
 /// (the correctly rounded result with the instruction's special cases), and
@@ -15,10 +17,12 @@
 /// hardware found no mismatch (metadata "mismatches=0").
 ///
 /// Policy types for recipes (the three-function concept of kvq/block/instr.hpp):
+/// ~~~
 ///     instr::gpu_approx<instr::sm90>   rcp = rcp.approx.ftz.f32, div = div.full.f32,
 ///                                      mad = fused (nvcc's default --fmad=true)
 ///     instr::exp2_gpu_approx<instr::sm90>   functor for FA3's softmax exp2
 ///                                      (ex2.approx.ftz.f32, exp2f under fast math)
+/// ~~~
 /// On the host they evaluate the named model (its table once registered); compiled
 /// for the device they *are* the instruction (inline PTX), so a GPU run of a recipe
 /// with such a policy compares the model with the hardware. Recipe defaults are

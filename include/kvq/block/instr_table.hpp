@@ -10,11 +10,14 @@
 /// (the correctly rounded one, see instr_models.hpp), as a difference of bit patterns:
 /// for results of one sign and the same binade that is the error in ulps. Captured
 /// corrections are almost always in {-1, 0, +1}, so each entry is a 2-bit code
+/// ~~~
 ///     0 -> 0,  1 -> +1,  2 -> -1,  3 -> "look in the exception list"
+/// ~~~
 /// and the rare other values are an exception list of (index, correction) pairs sorted
 /// by index. 2^23 entries take 2 MiB.
 ///
 /// File format (version 1, little-endian; every field is checked by parse()):
+/// ~~~
 ///     offset 0   8 bytes  magic "KVQINSTR"
 ///            8   u32      version = 1
 ///           12   u32      L = byte length of the metadata block (<= 4096)
@@ -32,6 +35,7 @@
 ///                         corrections outside {-1, 0, +1}; exactly the entries of
 ///                         code 3
 ///            .   u64      FNV-1a 64 of every byte before it
+/// ~~~
 /// A reader of outside files must never have undefined behaviour: parse() rejects
 /// every malformed image with std::invalid_argument naming the problem
 /// (tests/fuzz/fuzz_instr_table.cpp).

@@ -4,6 +4,7 @@
 /// Reference: jy-yuan/KIVI quant/new_pack.py (triton_quantize_and_pack_along_last_dim,
 /// quant_and_pack_vcache, unpack_and_dequant_vcache), models/llama_kivi.py (which axis,
 /// residual window). Per group of `group` consecutive elements:
+/// ~~~
 ///     mn = min(group), mx = max(group)               (Triton tl.min/tl.max: NaN ignored
 ///                                                     unless the whole group is NaN)
 ///     scale = (mx - mn) / (2^bits - 1)              tensor / Python int: PyTorch's CUDA
@@ -15,10 +16,13 @@
 ///   — the byte view of KIVI's little-endian int32 words), one fp32 scale and one fp32 zero
 ///   point (= mn) per group; for fp16 compute both are fp16 values (KIVI stores them as fp16).
 ///   dequantize (unpack_and_dequant_*): q * scale + mn, each op rounded to Compute.
+/// ~~~
 /// Bad input: a constant group has scale 0, so (x - mn) / 0 = 0/0 = NaN, which the GPU's
+/// ~~~
 ///   float->int conversion turns into code 0; it dequantizes to mn exactly. NaN elements
 ///   store code 0. Which axis is grouped (keys per channel, values per token) and the
 ///   full-precision residual window are the KV cache's business (kv/).
+/// ~~~
 #pragma once
 
 #include <cstddef>

@@ -4,6 +4,7 @@
 /// (MXFP6, one byte each, right-aligned) or e2m1 (MXFP4, two per byte, low nibble first).
 ///
 /// Scale rules (amax = block max |x|; emax = floor(log2(element max)): 8, 15, 4, 2, 2):
+/// ~~~
 ///  floor (OCP v1.0 section 6.3, torchao ScaleCalculationMode.FLOOR in
 ///   torchao/prototype/mx_formats/mx_tensor.py to_mx; microsoft/microxcaling mx/mx_ops.py
 ///   _quantize_mx with shared_exp_method "max"):
@@ -17,20 +18,27 @@
 ///     TE: satfinite (Inf -> 0xFE), amax by fmaxf (NaN ignored);
 ///     torchao: no satfinite (_f32_to_e8m0_rceil / cvt.rp.ue8m0x2.f32: NaN and Inf -> 0xFF),
 ///     amax by torch.amax (NaN propagates).
+/// ~~~
 /// Element step: q = cvt(x * inv), inv = 1/2^(e-127):
+/// ~~~
 ///   exact power of two (torchao _e8m0_scale_to_reciprocal_fp32: e = 0 -> 2^127, e = 255 -> NaN);
 ///   TE exp2f_rcp (transformer_engine/common/util/ptx.cuh): e = 0 -> 1 (!), else the float
 ///   with bits (254-e)<<23 (e = 254 -> +0, e = 255 -> -Inf).
 ///   Elements round to nearest even and saturate (torch's saturating fp8 cast / clamp,
 ///   torchao f32_to_f6/f4_unpacked, __nv_fp8_e4m3 satfinite), except microxcaling whose
 ///   default round="nearest" rounds half away from zero (mx/elemwise_ops.py _round_mantissa).
+/// ~~~
 /// Dequantize: torchao to_dtype: decode(q) * 2^(e-127) (e = 255 -> NaN); TE
+/// ~~~
 ///   dequantize_mxfp8: decode(q) * float(bits e<<23) (e = 0 -> 0, e = 255 -> Inf).
+/// ~~~
 /// Bad input: all-zero block -> floor e = 0 (2^-127) / rceil e = 0, codes 0. A NaN in
+/// ~~~
 ///   the block: torchao/microxcaling scale 0xFF and every element NaN-coded; TE ignores it
 ///   for the scale and codes the NaN element alone. Inf: floor/torchao 0xFF; TE 0xFE, whose
 ///   exp2f_rcp inverse is +0, so the block flushes to 0 and the Inf element becomes
 ///   Inf * 0 = NaN. Denormal inputs are ordinary values here (no FTZ anywhere).
+/// ~~~
 #pragma once
 
 #include <cstddef>

@@ -7,6 +7,7 @@
 /// __nv_fp8_e4m3(v) = cvt.rn.satfinite.e4m3x2.f32; "e2m1(v)" = cvt.rn.satfinite.e2m1x2.f32):
 ///
 /// nvfp4_te — TransformerEngine / cuBLAS recipe
+/// ~~~
 ///   transformer_engine/common/cast/nvfp4/core_nvfp4.cuh
 ///     compute_global_encode_scaling_factor_FP4, compute_decoding_scaling_factor,
 ///     compute_scaling_coefficient<float>; quantize_transpose_nvfp4.cuh (S_dec = 1.0/S_enc);
@@ -26,8 +27,10 @@
 ///   element saturates SF to 448 and itself to ±6; a NaN element becomes e2m1(NaN)
 ///   (kvq::encode's NaN result); SF rounding to 0 with nonzero x gives inv = FLT_MAX,
 ///   so those x saturate to ±6 (an all-zero block gives SF 0 and codes 0).
+/// ~~~
 ///
 /// nvfp4_vllm<Instr> — vLLM NVFP4 KV-cache store
+/// ~~~
 ///   csrc/libtorch_stable/nvfp4_kv_cache_kernels.cu (reshape_and_cache_nvfp4_kernel),
 ///   csrc/libtorch_stable/quantization/fp4/nvfp4_utils.cuh (cvt_warp_fp16_to_fp4):
 ///     global_scale = 1.0f / k_scale                          (IEEE division)
@@ -40,8 +43,10 @@
 ///   amax16: __hmax2 tree over bf16/fp16 pairs: NaN only if all 16 are NaN.
 ///   Bad input: SF rounding to 0 gives outputScale 0, so the whole block stores 0
 ///   (unlike TE); k_scale 0 gives global_scale Inf and whatever IEEE gives from there.
+/// ~~~
 ///
 /// nvfp4_vllm_4over6<Instr> — the same store with NVFP4KVScaleSearch::FOUR_OVER_SIX
+/// ~~~
 ///   (nvfp4_kv_cache_kernels.cu: nvfp4_candidate_scale, nvfp4_reconstruction_error,
 ///   cvt_warp_fp16_to_fp4_4over6): candidates with denominator 6 and 4 as above; for
 ///   each, dequantScale = os != 0 ? rcp(os) : 0 and over the 8 pairs in order
@@ -52,6 +57,7 @@
 ///   CUDA >= 12.9 build (CVT_FP4_PACK16). nvcc contracts these expressions by default;
 ///   the multiply-adds go through Instr::mad (instr::ieee_fma = fused as nvcc emits
 ///   `x*x + y*y` -> fma(x, x, y*y) and `qx*dq - x` -> fma(qx, dq, -x); instr::ieee = not fused).
+/// ~~~
 ///
 /// nvfp4_torchao / nvfp4_torchao_two_level — torchao 0.18
 ///   torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize, per_tensor_amax_to_scale,
@@ -72,6 +78,7 @@
 ///   codes 0. pts = 0 (all-zero tensor) divides 0/0 into NaN exactly as torchao does.
 ///   torchao's fp4 cast has no NaN support; kvq stores kvq::encode's NaN result.
 ///   dequantize: single e2m1 * float(s); two level e2m1 * (pts * float(s)).
+/// ~~~
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,7 @@
 /// kvq/block/pack.hpp — packed code storage.
 ///
 /// Layouts (the kernel layouts of the references):
+/// ~~~
 ///  - 4-bit codes (e2m1, INT4): two per byte, element 2i in the LOW nibble, 2i+1 in
 ///    the high nibble — the `cvt.rn.satfinite.e2m1x2.f32 d, hi, lo` packing used by
 ///    TransformerEngine, vLLM and torchao (pack_uint4: `data[1::2] << 4 | data[::2]`).
@@ -10,6 +11,7 @@
 ///    word at bits*j).
 ///  - 8-bit storage (e4m3, e5m2, FP6, INT8): one byte per element; FP6 codes are
 ///    right-aligned (bits 0..5), as CUDA's __nv_fp6_storage_t.
+/// ~~~
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,7 @@
 /// exact helpers the recipes share.
 ///
 /// A scheme is a small literal type (a "recipe") with:
+/// ~~~
 ///   element_format / storage_bits   the element code and how many bits it occupies
 ///                                   in the packed buffer (4: two per byte, low nibble
 ///                                   first; 2: four per byte; 8: one byte each)
@@ -17,6 +18,7 @@
 ///                                   allocation; trace (block_trace*, may be null)
 ///                                   records the intermediate values
 ///   dequantize_block(codes, scale, zero, params, out)
+/// ~~~
 /// The recipes themselves live in nvfp4.hpp, mx.hpp, fp8_kv.hpp, int_group.hpp; each
 /// documents its reference file, its exact operation order and its bad-input
 /// behaviour. The generic quantize/dequantize over any scheme is in api.hpp.

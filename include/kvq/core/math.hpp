@@ -15,6 +15,7 @@
 /// (inject/, metrics/) may include it.
 ///
 /// Accuracy (proved by tests/attention/test_math*.cpp):
+/// ~~~
 ///  - float exp, exp2, log, log2, sin, cos: at most 1 ulp from the correctly rounded
 ///    result for every float input (exhaustive test over the whole used range against
 ///    a correctly rounded oracle: glibc's double functions, with Boost.Multiprecision
@@ -24,11 +25,13 @@
 ///    lies within ~2^-30 ulp of a rounding boundary; the exhaustive test counts those.
 ///  - double exp, exp2, log, log2: < 1 ulp (double-double argument reduction and
 ///    final step), checked on many random and edge inputs against cpp_bin_float_50.
+/// ~~~
 /// Special values follow C99 Annex F: exp(NaN)=NaN, exp(+inf)=+inf, exp(-inf)=+0,
 /// overflow -> +inf, underflow -> subnormal or +0 (correctly rounded); log(+-0)=-inf,
 /// log(x<0)=NaN, log(+inf)=+inf, log(1)=+0; sin(+-inf)=cos(+-inf)=NaN, sin(-0)=-0.
 ///
 /// Methods (the standard ones; no code taken from any library):
+/// ~~~
 ///  - exp: x = k ln2 + r, |r| <= ~0.35, with ln2 split in a 32-bit head (k*ln2_hi exact
 ///    for |k| < 2^21) and a tail; r carried as a double-double; e^r = 1 + r + r^2 Q(r)
 ///    with the Taylor coefficients 1/n!, n = 2..13 (truncation < 2^-57); the sum
@@ -44,6 +47,7 @@
 ///    with an integer window of 128 bits of 2/pi (exact integer arithmetic, valid for
 ///    every finite float), giving r in [-pi/4, pi/4] as a double-double and the
 ///    quadrant; Taylor polynomials to r^19 / r^18.
+/// ~~~
 #pragma once
 
 #include <cmath>

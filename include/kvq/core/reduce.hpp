@@ -3,9 +3,11 @@
 /// pairwise tree, identical on every host, device and thread count.
 ///
 /// The tree (depends only on the length n):
+/// ~~~
 ///   sum(x[0..n)) = x[0]                                  if n == 1
 ///                = sum(x[0..h)) + sum(x[h..n))           otherwise,
 ///   h = the largest power of two strictly less than n.
+/// ~~~
 /// So a power-of-two length is a perfectly balanced tree, and any other length is the
 /// balanced tree of its leading 2^floor(log2 n) elements plus the tree of the rest:
 /// sum = B_0 + (B_1 + (... + B_m)), where B_0 > B_1 > ... are the power-of-two blocks

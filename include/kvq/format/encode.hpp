@@ -17,6 +17,7 @@
 /// the value except the special inputs: it vectorises (see bulk.hpp).
 ///
 /// Edge policy (each row checked exhaustively against CUDA in tests/format):
+/// ~~~
 ///   input      | e4m3            | e5m2                   | e2m1/e3m2/e2m3 | ue8m0
 ///   float NaN  | 0x7F            | 0x7F                   | +max (0x7/0x1F)| 0xFF
 ///   double NaN | 0x7F|sign       | 0x7E|payload bit50|sign| +max           | 0xFF
@@ -24,6 +25,7 @@
 ///   overflow   | as Inf (finite inputs: see kvq::overflow for directed modes)
 ///   +-0, tiny  | +-0 (sign kept)                          | +-0            | 0x00 (no zero: 2^-127)
 ///   negative   | —                                                         | sign ignored (|x|)
+/// ~~~
 /// fnuz formats: NaN and nosat overflow -> 0x80, no -0 (a negative result that
 /// rounds to zero is +0). ue4m3 (NVFP4 scale) behaves as e4m3 on |x|.
 #pragma once

@@ -3,6 +3,7 @@
 ///
 /// layer_cache holds one layer's keys and values for every KV head. Each token is stored
 /// in one of four places, decided by the layer's precision_policy:
+/// ~~~
 ///   keep    the first `sink_tokens` tokens and caller-flagged spans (e.g. the tokens of
 ///           an article or case number in a legal prompt), kept at `high` precision for good;
 ///   window  the most recent `recent_window` tokens, at `high` precision; a token leaving
@@ -11,6 +12,7 @@
 ///   low     every other token, in the low-precision format of the phase in which it
 ///           arrived (`low_k`/`low_v` for prefill, `decode_low_k`/`decode_low_v` if set
 ///           for decode — the per-phase choice).
+/// ~~~
 /// The policy is per layer (kv_cache takes one per layer). Tensor-level values of the
 /// low formats (TE amax, vLLM k_scale/v_scale, torchao per_tensor_scale) are given in the
 /// policy or calibrated once from the first rows that reach the store — over all heads

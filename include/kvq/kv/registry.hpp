@@ -7,11 +7,13 @@
 ///
 /// A scheme is a storage format (kv_format: high precision or a kvq::block recipe) plus
 /// the rule that picks its tensor-level value when the caller gives none:
+/// ~~~
 ///   unit        1.0 (vLLM's default k_scale = v_scale = 1.0)
 ///   calibrated  vLLM calc_kv_scales: amax * fp32(1/200) for K, amax * fp32(1/100) for V
 ///   from_amax   the recipe's own rule (TE NVFP4: the tensor amax; vLLM NVFP4: amax/2688;
 ///               torchao two-level: its per_tensor_scale)
 ///   none        the format has no tensor value
+/// ~~~
 /// The round trip is the KV store itself (kv/store.hpp): a tokens x head_dim matrix of
 /// one head is appended to the store the format's cache would use and read back. That
 /// makes the cache, the studies and the verifier agree by construction, and gives KIVI

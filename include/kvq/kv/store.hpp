@@ -1,6 +1,7 @@
 /// \file
 /// kvq/kv/store.hpp — per-head token stores: one head's K or V rows under one format.
 ///
+/// ~~~
 ///  - plain_row_store: rows kept at bf16 / fp16 / fp32 (round to nearest even).
 ///  - `block_row_store<S>`: rows quantized with a block scheme along head_dim (NVFP4, MX,
 ///    FP8 per tensor, per-token-head). Rows are independent, so appending one token at a
@@ -14,6 +15,7 @@
 ///    of `group` channels; the most recent `residual` values stay at full precision and
 ///    the oldest is quantized as each new one arrives (prefill: all but the last
 ///    `residual`). Full precision means the compute dtype (fp16 for KIVI's models).
+/// ~~~
 /// memory_bytes() is exactly the bytes the store holds (codes, scales, zero points,
 /// full-precision rows); a scheme's single tensor value is counted by the cache.
 #pragma once

@@ -8,6 +8,7 @@
 /// H100TC.m, B200TC.m). Every preset below reproduces every recorded line of its file bit
 /// for bit; tests/mma/test_replay.cpp checks it.
 ///
+/// ~~~
 ///   sm_80 (A100) bf16, fp16 → fp32: k = 8, 24-bit window (neab 1), toward zero.
 ///     Recorded with K = 8 and c ≠ 0.                                          recorded
 ///   sm_80 fp16 → fp16: as above, c in fp16, round to nearest even to fp16, alignment
@@ -41,6 +42,7 @@
 ///     window width (25 and 60 bits both fit the data) and the 32-product grouping; a
 ///     B200 run with products whose exponents differ by more than 25 would settle the
 ///     width.                                                                  inferred
+/// ~~~
 #pragma once
 
 #include <kvq/config.hpp>
