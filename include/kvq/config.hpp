@@ -3,8 +3,8 @@
 ///
 /// KVQ_HD marks functions that run on both sides (host and CUDA device). Everything
 /// below device/ is KVQ_HD code: no exceptions, no allocation, no std:: calls that
-/// device code lacks. Host-only API layers (checked entry points) are marked
-/// KVQ_HOST and may throw std::invalid_argument.
+/// device code lacks. Host-only API functions (the checked entry points) are plain
+/// host functions without KVQ_HD and may throw std::invalid_argument.
 #pragma once
 
 /// Major version of the kvq headers.
