@@ -374,9 +374,11 @@ struct nvfp4_vllm_4over6 : nvfp4_vllm<Instr> {
 };
 
 // ---------------------------------------------------------------------------------
-/// torchao NVFP4 (nvfp4_tensor.py _nvfp4_quantize): block scale e4m3(clamp(max_abs / 6,
-/// 2^-6, 448)), elements x divided by the scale; TwoLevel adds the per_tensor_scale
-/// amax * fp32(1/2688) (see the file comment). Use nvfp4_torchao / nvfp4_torchao_two_level.
+/// torchao NVFP4 (torchao/prototype/mx_formats/nvfp4_tensor.py): block scale
+/// e4m3(clamp(max_abs / 6, 2^-6, 448)), elements scaled by that block scale in torchao's
+/// operation order, then e2m1(clamp(., -6, 6)); TwoLevel adds the per_tensor_scale
+/// amax * fp32(1/2688). The exact order is in the file comment. Use nvfp4_torchao /
+/// nvfp4_torchao_two_level.
 template <bool TwoLevel>
 struct nvfp4_torchao_recipe : nvfp4_layout {
   /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
