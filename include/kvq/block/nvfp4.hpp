@@ -60,6 +60,7 @@
 /// ~~~
 ///
 /// nvfp4_torchao / nvfp4_torchao_two_level — torchao 0.18
+/// ~~~
 ///   torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize, per_tensor_amax_to_scale,
 ///   NVFP4Tensor.get_hp_scales/dequantize):
 ///     block_scale = max_abs / 6          (PyTorch CUDA divides by a Python scalar as
