@@ -162,7 +162,10 @@ KVQ_HD inline auto tree_dot(const T* a, const U* b, std::size_t n) {
 template <class T, int L>
 struct tree_accumulator_lanes {
   static_assert(L > 0, "at least one lane");
+  /// Pending left blocks per lane: level[l][j] is lane j's finished block of 2^l values
+  /// while bit l of count is set.
   T level[max_levels][L];
+  /// Number of pushes so far (values per lane).
   std::uint64_t count = 0;
 
   /// Pushes v[0..L): v[j] is the next value of lane j (v is used as the carry).
@@ -213,6 +216,7 @@ struct tree_accumulator_lanes {
 /// split each lane loop.
 template <class A>
 struct dot_lanes {
+  /// Lanes per batch: 32 / sizeof(A) (8 for float, 4 for double), at least 1.
   static constexpr int value = static_cast<int>(32 / sizeof(A)) > 0 ? static_cast<int>(32 / sizeof(A)) : 1;
 };
 
