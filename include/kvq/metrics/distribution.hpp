@@ -1,20 +1,21 @@
-// kvq/metrics/distribution.hpp — distances between the reference distribution p and
-// the emulated p̂ over the same n keys (natural logarithms, i.e. nats).
-//
-//  - KL(p ‖ p̂) = sum_{p_i > 0} p_i log(p_i / p̂_i). Terms with p_i = 0 are 0. A key with
-//    p_i > 0 and p̂_i = 0 makes KL = +inf; such keys are counted (kl_result::infinite_terms)
-//    and the sum over the other keys is kept in kl_result::finite_part, so an aggregate
-//    can report both without averaging an infinity in. The log of the ratio is computed
-//    as log(p_i / p̂_i) when the ratio is a finite normal number, else as
-//    log(p_i) - log(p̂_i) (ratios that over- or underflow).
-//  - Jensen–Shannon JS = ½ KL(p ‖ m) + ½ KL(p̂ ‖ m), m = (p + p̂)/2 computed as (p_i + p̂_i) * 0.5
-//    (exact halving, no underflow to 0 of tiny masses); always finite, at most log 2.
-//  - total variation TV = ½ sum |p_i - p̂_i|.
-//  - underflow: count of keys with p̂_i = 0 while p_i > 0, the number of keys with
-//    p_i > 0, and their ratio (0 when no key has p_i > 0).
-// Inputs are used as given (not renormalised). A NaN or a negative entry in either input
-// gives NaN values (and the counts of what could be counted). All sums use the
-// fixed-shape tree; the logarithm is kvq's own (same bits on every backend).
+/// \file
+/// kvq/metrics/distribution.hpp — distances between the reference distribution p and
+/// the emulated p̂ over the same n keys (natural logarithms, i.e. nats).
+///
+///  - KL(p ‖ p̂) = sum_{p_i > 0} p_i log(p_i / p̂_i). Terms with p_i = 0 are 0. A key with
+///    p_i > 0 and p̂_i = 0 makes KL = +inf; such keys are counted (kl_result::infinite_terms)
+///    and the sum over the other keys is kept in kl_result::finite_part, so an aggregate
+///    can report both without averaging an infinity in. The log of the ratio is computed
+///    as log(p_i / p̂_i) when the ratio is a finite normal number, else as
+///    log(p_i) - log(p̂_i) (ratios that over- or underflow).
+///  - Jensen–Shannon JS = ½ KL(p ‖ m) + ½ KL(p̂ ‖ m), m = (p + p̂)/2 computed as (p_i + p̂_i) * 0.5
+///    (exact halving, no underflow to 0 of tiny masses); always finite, at most log 2.
+///  - total variation TV = ½ sum |p_i - p̂_i|.
+///  - underflow: count of keys with p̂_i = 0 while p_i > 0, the number of keys with
+///    p_i > 0, and their ratio (0 when no key has p_i > 0).
+/// Inputs are used as given (not renormalised). A NaN or a negative entry in either input
+/// gives NaN values (and the counts of what could be counted). All sums use the
+/// fixed-shape tree; the logarithm is kvq's own (same bits on every backend).
 #pragma once
 
 #include <cstddef>
@@ -29,15 +30,23 @@
 
 namespace kvq::metrics {
 
+/// Kullback–Leibler divergence KL(p ‖ p̂) in nats, with its infinite part kept apart.
 struct kl_result {
+  /// KL(p ‖ p̂); +inf when infinite_terms > 0, NaN when an input has a NaN or negative entry.
   double value = 0.0;               // KL(p ‖ p̂); +inf when infinite_terms > 0
+  /// The sum over the keys with p̂_i > 0 (finite even when `value` is +inf).
   double finite_part = 0.0;         // the sum over the keys with p̂_i > 0
+  /// Number of keys with p_i > 0 and p̂_i = 0 (each makes KL infinite).
   std::size_t infinite_terms = 0;   // keys with p_i > 0 and p̂_i = 0
 };
 
+/// Keys whose emulated probability underflowed to 0 while the reference one is positive.
 struct underflow_result {
+  /// Number of keys with p̂_i = 0 and p_i > 0.
   std::size_t count = 0;     // keys with p̂_i = 0 and p_i > 0
+  /// Number of keys with p_i > 0.
   std::size_t eligible = 0;  // keys with p_i > 0
+  /// count / eligible, 0 when eligible = 0.
   double fraction = 0.0;     // count / eligible (0 if eligible = 0)
 };
 
@@ -61,6 +70,11 @@ KVQ_HD inline double log_ratio(double a, double b) {
 
 }  // namespace detail
 
+/// KL(p ‖ p̂) over n keys, p = reference, q = p̂ (emulated), in nats. Terms with p_i = 0
+/// are 0; keys with p_i > 0 and q_i = 0 are counted in kl_result::infinite_terms. The log
+/// of the ratio is taken as log(p_i / q_i) when that ratio is a finite normal number, else
+/// as log(p_i) - log(q_i). Inputs are not renormalised; a NaN or negative entry in either
+/// input gives NaN value and finite_part (infinite_terms is still counted).
 template <class T, class U>
 KVQ_HD inline kl_result kl_divergence(const T* p, const U* q, std::size_t n) {
   kl_result r;
@@ -80,6 +94,9 @@ KVQ_HD inline kl_result kl_divergence(const T* p, const U* q, std::size_t n) {
   return r;
 }
 
+/// Jensen–Shannon divergence ½ KL(p ‖ m) + ½ KL(q ‖ m), m_i = (p_i + q_i) * 0.5, in nats:
+/// finite and at most log 2 for valid inputs; NaN when either input has a NaN or negative
+/// entry.
 template <class T, class U>
 KVQ_HD inline double js_divergence(const T* p, const U* q, std::size_t n) {
   if (!detail::valid_probabilities(p, n) || !detail::valid_probabilities(q, n)) return detail::quiet_nan();
@@ -97,6 +114,8 @@ KVQ_HD inline double js_divergence(const T* p, const U* q, std::size_t n) {
   return 0.5 * kp + 0.5 * kq;
 }
 
+/// Total variation ½ sum |p_i - q_i| (fixed-shape tree sum); NaN when either input has a
+/// NaN.
 template <class T, class U>
 KVQ_HD inline double total_variation(const T* p, const U* q, std::size_t n) {
   if (detail::any_nan(p, n) || detail::any_nan(q, n)) return detail::quiet_nan();
@@ -105,6 +124,7 @@ KVQ_HD inline double total_variation(const T* p, const U* q, std::size_t n) {
   });
 }
 
+/// Counts the keys with p_i > 0 (eligible) and among them those with q_i = 0.
 template <class T, class U>
 KVQ_HD inline underflow_result underflow(const T* p, const U* q, std::size_t n) {
   underflow_result r;
@@ -120,24 +140,32 @@ KVQ_HD inline underflow_result underflow(const T* p, const U* q, std::size_t n) 
 
 // ---- host entry points for contiguous containers (check the sizes) --------------------
 
+/// kl_divergence() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ.
 template <class CP, class CQ>
 auto kl_divergence(const CP& p, const CQ& q) -> decltype(std::data(p), std::data(q), kl_result()) {
   detail::check_same_size("kl_divergence", std::size(p), std::size(q));
   return kl_divergence(std::data(p), std::data(q), std::size(p));
 }
 
+/// js_divergence() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ.
 template <class CP, class CQ>
 auto js_divergence(const CP& p, const CQ& q) -> decltype(std::data(p), std::data(q), double()) {
   detail::check_same_size("js_divergence", std::size(p), std::size(q));
   return js_divergence(std::data(p), std::data(q), std::size(p));
 }
 
+/// total_variation() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ.
 template <class CP, class CQ>
 auto total_variation(const CP& p, const CQ& q) -> decltype(std::data(p), std::data(q), double()) {
   detail::check_same_size("total_variation", std::size(p), std::size(q));
   return total_variation(std::data(p), std::data(q), std::size(p));
 }
 
+/// underflow() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ.
 template <class CP, class CQ>
 auto underflow(const CP& p, const CQ& q) -> decltype(std::data(p), std::data(q), underflow_result()) {
   detail::check_same_size("underflow", std::size(p), std::size(q));

@@ -1,16 +1,17 @@
-// kvq/metrics/needle.hpp — what happens to designated "needle" tokens (the article or
-// case-number tokens of a citation span) under emulation.
-//
-// For a set N of needle key indices:
-//  - rank of each needle in p and in p̂: its 1-based position in the attention order
-//    (decreasing value, lower index wins ties; kvq/metrics/order.hpp), so 1 = argmax;
-//  - best rank of the span in p and in p̂ (the smallest rank over N: whether the span
-//    still has a token at the top);
-//  - needle mass sum_{i in N} p_i and sum_{i in N} p̂_i (fixed-shape tree over N in the
-//    given order) and the retained mass p̂_N / p_N. If p_N = 0 the ratio is NaN when
-//    p̂_N = 0 too and +inf otherwise.
-// Cost O(n |N|) and no scratch (needle spans are short). NaN input gives NaN masses and
-// ranks of 0.
+/// \file
+/// kvq/metrics/needle.hpp — what happens to designated "needle" tokens (the article or
+/// case-number tokens of a citation span) under emulation.
+///
+/// For a set N of needle key indices:
+///  - rank of each needle in p and in p̂: its 1-based position in the attention order
+///    (decreasing value, lower index wins ties; kvq/metrics/order.hpp), so 1 = argmax;
+///  - best rank of the span in p and in p̂ (the smallest rank over N: whether the span
+///    still has a token at the top);
+///  - needle mass sum_{i in N} p_i and sum_{i in N} p̂_i (fixed-shape tree over N in the
+///    given order) and the retained mass p̂_N / p_N. If p_N = 0 the ratio is NaN when
+///    p̂_N = 0 too and +inf otherwise.
+/// Cost O(n |N|) and no scratch (needle spans are short). NaN input gives NaN masses and
+/// ranks of 0.
 #pragma once
 
 #include <cstddef>
@@ -29,16 +30,25 @@
 
 namespace kvq::metrics {
 
+/// What emulation did to a needle span (see the file description).
 struct needle_result {
+  /// Smallest 1-based rank of a needle in the reference order (1 = argmax); 0 on NaN input.
   std::size_t best_rank_reference = 0;  // min over needles of rank in p (1-based)
+  /// Smallest 1-based rank of a needle in the emulated order; 0 on NaN input.
   std::size_t best_rank_emulated = 0;   // min over needles of rank in p̂
+  /// Sum of p over the needles (tree sum in needle order); NaN on NaN input.
   double mass_reference = 0.0;          // sum of p over the needles
+  /// Sum of p̂ over the needles; NaN on NaN input.
   double mass_emulated = 0.0;           // sum of p̂ over the needles
+  /// mass_emulated / mass_reference; with mass_reference = 0: NaN if mass_emulated = 0,
+  /// else +inf.
   double retained = 0.0;                // mass_emulated / mass_reference
 };
 
-// ranks_ref / ranks_emu (may be null) receive the per-needle ranks, in needle order.
-// Needle indices must be < n (not checked here; the host entry point checks).
+/// ranks_ref / ranks_emu (may be null) receive the per-needle ranks, in needle order.
+/// Needle indices must be < n (not checked here; the host entry point checks).
+/// Device-safe form: p reference, q emulated, over n keys; needles[0..nn) are key
+/// indices. n = 0, nn = 0 or a NaN in p or q give NaN masses and ranks of 0.
 template <class T, class U>
 KVQ_HD inline needle_result needle_metrics(const T* p, const U* q, std::size_t n, const std::size_t* needles,
                                            std::size_t nn, std::size_t* ranks_ref = nullptr,
@@ -67,8 +77,10 @@ KVQ_HD inline needle_result needle_metrics(const T* p, const U* q, std::size_t n
   return r;
 }
 
-// Host entry point: checks that the needles are non-empty, < n and distinct.
-// Fills the per-needle ranks when the vectors are given.
+/// Host entry point: checks that the needles are non-empty, < n and distinct.
+/// Fills the per-needle ranks when the vectors are given.
+/// \throws std::invalid_argument if n = 0 or n > 2^32 - 1, if p or q is null, if
+///         `needles` is empty, or if a needle index is >= n or repeated.
 template <class T, class U>
 needle_result needle_metrics(const T* p, const U* q, std::size_t n, const std::vector<std::size_t>& needles,
                              std::vector<std::size_t>* ranks_ref = nullptr,
@@ -89,6 +101,8 @@ needle_result needle_metrics(const T* p, const U* q, std::size_t n, const std::v
                         ranks_emu ? ranks_emu->data() : nullptr);
 }
 
+/// needle_metrics() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ, or as the pointer overload.
 template <class CP, class CQ>
 auto needle_metrics(const CP& p, const CQ& q, const std::vector<std::size_t>& needles)
     -> decltype(std::data(p), std::data(q), needle_result()) {

@@ -1,13 +1,14 @@
-// kvq/metrics/output.hpp — error of the attention output vector o = P·V of one query:
-// reference o against emulated ô, both of length d.
-//
-//  - relative L1 = sum |o_i - ô_i| / sum |o_i|   (0/0 -> NaN, x/0 -> +inf);
-//  - cosine      = sum o_i ô_i / (sqrt(sum o_i^2) * sqrt(sum ô_i^2))   (a zero vector -> NaN);
-//  - RMSE        = sqrt(sum (o_i - ô_i)^2 / d);
-//  - nonfinite   = number of entries of ô that are NaN or ±inf (a nosat overflow that
-//    reached the output). The three values above are then NaN or inf themselves; the
-//    aggregation (kvq/metrics/aggregate.hpp) counts them instead of averaging them in.
-// Computed in double with the fixed-shape tree sums.
+/// \file
+/// kvq/metrics/output.hpp — error of the attention output vector o = P·V of one query:
+/// reference o against emulated ô, both of length d.
+///
+///  - relative L1 = sum |o_i - ô_i| / sum |o_i|   (0/0 -> NaN, x/0 -> +inf);
+///  - cosine      = sum o_i ô_i / (sqrt(sum o_i^2) * sqrt(sum ô_i^2))   (a zero vector -> NaN);
+///  - RMSE        = sqrt(sum (o_i - ô_i)^2 / d);
+///  - nonfinite   = number of entries of ô that are NaN or ±inf (a nosat overflow that
+///    reached the output). The three values above are then NaN or inf themselves; the
+///    aggregation (kvq/metrics/aggregate.hpp) counts them instead of averaging them in.
+/// Computed in double with the fixed-shape tree sums.
 #pragma once
 
 #include <cstddef>
@@ -21,13 +22,21 @@
 
 namespace kvq::metrics {
 
+/// Error of one query's attention output ô against the reference o (see the file
+/// description for the definitions).
 struct output_error {
+  /// sum |o_i - ô_i| / sum |o_i|; NaN for 0/0, +inf for x/0.
   double relative_l1 = 0.0;
+  /// Cosine similarity of o and ô; NaN when either is the zero vector.
   double cosine = 0.0;
+  /// sqrt(sum (o_i - ô_i)^2 / d).
   double rmse = 0.0;
+  /// Number of entries of ô that are NaN or ±inf.
   std::size_t nonfinite = 0;
 };
 
+/// Output error of o (reference) against oh (emulated), both of length d, in double with
+/// fixed-shape tree sums. d = 0 gives NaN values.
 template <class T, class U>
 KVQ_HD inline output_error output_metrics(const T* o, const U* oh, std::size_t d) {
   output_error r;
@@ -55,6 +64,8 @@ KVQ_HD inline output_error output_metrics(const T* o, const U* oh, std::size_t d
   return r;
 }
 
+/// output_metrics() of two contiguous containers of the same, non-zero size.
+/// \throws std::invalid_argument if the sizes differ or are 0.
 template <class CO, class CH>
 auto output_metrics(const CO& o, const CH& oh) -> decltype(std::data(o), std::data(oh), output_error()) {
   detail::check_same_size("output_metrics", std::size(o), std::size(oh));

@@ -1,16 +1,17 @@
-// kvq/metrics/rank.hpp — rank correlations between a reference distribution p and an
-// emulated one p̂ over the same n keys: Kendall's tau-b and Spearman's rho.
-//
-// Both are computed in O(n log n) with exact integer counting, so the result is the
-// same on every backend and for every thread count (the only floating-point steps are
-// the final conversions, two square roots and one division).
-//
-// Conventions shared by both:
-//  - ties are handled (tau-b corrections, average ranks), -0 and +0 are equal;
-//  - a NaN in either input gives NaN; n = 1 or a constant input (all ties) gives NaN,
-//    because the coefficient is 0/0 there (scipy.stats does the same);
-//  - the result is clipped to [-1, 1] against rounding; the normalisation is a single
-//    sqrt(A * B) (sqrt(a * a) == a in IEEE arithmetic, so identical inputs give exactly 1).
+/// \file
+/// kvq/metrics/rank.hpp — rank correlations between a reference distribution p and an
+/// emulated one p̂ over the same n keys: Kendall's tau-b and Spearman's rho.
+///
+/// Both are computed in O(n log n) with exact integer counting, so the result is the
+/// same on every backend and for every thread count (the only floating-point steps are
+/// the final conversions, two square roots and one division).
+///
+/// Conventions shared by both:
+///  - ties are handled (tau-b corrections, average ranks), -0 and +0 are equal;
+///  - a NaN in either input gives NaN; n = 1 or a constant input (all ties) gives NaN,
+///    because the coefficient is 0/0 there (scipy.stats does the same);
+///  - the result is clipped to [-1, 1] against rounding; the normalisation is a single
+///    sqrt(A * B) (sqrt(a * a) == a in IEEE arithmetic, so identical inputs give exactly 1).
 #pragma once
 
 #include <cstddef>
@@ -44,15 +45,16 @@ KVQ_HD inline std::uint64_t tied_pairs(const index_t* idx, std::size_t n, Eq eq)
 }
 }  // namespace detail
 
-// Kendall's tau-b:
-//   tau_b = (n_c - n_d) / sqrt((n0 - n1) (n0 - n2)),
-// n0 = n(n-1)/2, n1 / n2 = pairs tied in x / in y, n_c / n_d = concordant / discordant
-// pairs (pairs tied in x or y count as neither). Knight's algorithm (JASA 61, 1966):
-// sort by (x, y), count the tie groups, merge-sort by y counting the exchanges
-// (= n_d), count the ties in y; then n_c - n_d = n0 - n1 - n2 + n3 - 2 n_d with n3 the
-// pairs tied in both. The last step is (n_c - n_d) / sqrt(double(n0 - n1) * double(n0 - n2))
-// (one square root, so identical rankings give exactly 1; scipy divides by the two
-// roots in turn and may differ in the last bit). Workspace: a, b (n indices each).
+/// Kendall's tau-b:
+///   tau_b = (n_c - n_d) / sqrt((n0 - n1) (n0 - n2)),
+/// n0 = n(n-1)/2, n1 / n2 = pairs tied in x / in y, n_c / n_d = concordant / discordant
+/// pairs (pairs tied in x or y count as neither). Knight's algorithm (JASA 61, 1966):
+/// sort by (x, y), count the tie groups, merge-sort by y counting the exchanges
+/// (= n_d), count the ties in y; then n_c - n_d = n0 - n1 - n2 + n3 - 2 n_d with n3 the
+/// pairs tied in both. The last step is (n_c - n_d) / sqrt(double(n0 - n1) * double(n0 - n2))
+/// (one square root, so identical rankings give exactly 1; scipy divides by the two
+/// roots in turn and may differ in the last bit). Workspace: a, b (n indices each).
+/// NaN when n = 0, n > ws.capacity, an input has a NaN, or x or y is constant (or n = 1).
 template <class T, class U>
 KVQ_HD inline double kendall_tau_b(const T* x, const U* y, std::size_t n, workspace_view ws) {
   if (n == 0 || n > ws.capacity || detail::any_nan(x, n) || detail::any_nan(y, n)) return detail::quiet_nan();
@@ -76,15 +78,17 @@ KVQ_HD inline double kendall_tau_b(const T* x, const U* y, std::size_t n, worksp
   return detail::clip_unit(t);
 }
 
-// Largest n for which spearman_rho's integer sums cannot overflow (n (n-1)^2 < 2^63).
+/// Largest n for which spearman_rho's integer sums cannot overflow (n (n-1)^2 < 2^63).
 inline constexpr std::size_t spearman_max_n = std::size_t{1} << 21;
 
-// Spearman's rho: the Pearson correlation of the average ranks (ties share the mean
-// of the ranks they span, 1-based). With a_i = 2 R(x_i) - (n + 1) and
-// b_i = 2 R(y_i) - (n + 1) (integers, because 2 R is an integer),
-//   rho = sum a_i b_i / (sqrt(sum a_i^2) sqrt(sum b_i^2)),
-// the sums being exact 64-bit integer sums (n <= spearman_max_n; larger n gives NaN).
-// Workspace: a, b (indices), i64.
+/// Spearman's rho: the Pearson correlation of the average ranks (ties share the mean
+/// of the ranks they span, 1-based). With a_i = 2 R(x_i) - (n + 1) and
+/// b_i = 2 R(y_i) - (n + 1) (integers, because 2 R is an integer),
+///   rho = sum a_i b_i / (sqrt(sum a_i^2) sqrt(sum b_i^2)),
+/// the sums being exact 64-bit integer sums (n <= spearman_max_n; larger n gives NaN).
+/// Workspace: a, b (indices), i64.
+/// NaN when n = 0, n > ws.capacity, n > spearman_max_n, an input has a NaN, or x or y is
+/// constant (or n = 1).
 template <class T, class U>
 KVQ_HD inline double spearman_rho(const T* x, const U* y, std::size_t n, workspace_view ws) {
   if (n == 0 || n > ws.capacity || n > spearman_max_n || detail::any_nan(x, n) || detail::any_nan(y, n))
@@ -124,6 +128,8 @@ KVQ_HD inline double spearman_rho(const T* x, const U* y, std::size_t n, workspa
 
 // ---- host entry points: check the arguments, allocate the workspace ----------------
 
+/// Kendall's tau-b of x[0..n) and y[0..n) with a workspace allocated for the call.
+/// \throws std::invalid_argument if n = 0, n > 2^32 - 1, or x or y is null.
 template <class T, class U>
 double kendall_tau_b(const T* x, const U* y, std::size_t n) {
   detail::check_keys("kendall_tau_b", x, y, n);
@@ -131,6 +137,8 @@ double kendall_tau_b(const T* x, const U* y, std::size_t n) {
   return kendall_tau_b(x, y, n, w.view());
 }
 
+/// Spearman's rho of x[0..n) and y[0..n) with a workspace allocated for the call.
+/// \throws std::invalid_argument if n = 0, n > spearman_max_n, or x or y is null.
 template <class T, class U>
 double spearman_rho(const T* x, const U* y, std::size_t n) {
   detail::check_keys("spearman_rho", x, y, n);
@@ -141,13 +149,16 @@ double spearman_rho(const T* x, const U* y, std::size_t n) {
   return spearman_rho(x, y, n, w.view());
 }
 
-// Contiguous containers (std::vector, std::array, Eigen vectors with data()/size()).
+/// Contiguous containers (std::vector, std::array, Eigen vectors with data()/size()).
+/// \throws std::invalid_argument if the sizes differ, or as the pointer overload.
 template <class CX, class CY>
 auto kendall_tau_b(const CX& x, const CY& y) -> decltype(std::data(x), std::data(y), double()) {
   detail::check_same_size("kendall_tau_b", std::size(x), std::size(y));
   return kendall_tau_b(std::data(x), std::data(y), std::size(x));
 }
 
+/// spearman_rho() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ, or as the pointer overload.
 template <class CX, class CY>
 auto spearman_rho(const CX& x, const CY& y) -> decltype(std::data(x), std::data(y), double()) {
   detail::check_same_size("spearman_rho", std::size(x), std::size(y));

@@ -1,14 +1,15 @@
-// kvq/metrics/topk.hpp — top-k agreement between reference p and emulated p̂.
-//
-// top_k(x) is the first k keys of the attention order (kvq/metrics/order.hpp: by
-// decreasing value, the lower index wins a tie), so the set is always exactly k keys.
-//  - recall@k           = |top_k(p) ∩ top_k(p̂)| / k;
-//  - argmax flip        = 1 if argmax(p) != argmax(p̂) (first maximum), else 0;
-//  - mass outside top-k = sum of p̂_i over keys i not in top_k(p) (the emulated mass
-//    that left the reference's k most attended keys), reported next to the same sum of
-//    p_i so that the change is visible (emulated - reference).
-// NaN in an input gives NaN; k = 0 or k > n gives NaN in the KVQ_HD functions and
-// std::invalid_argument in the host ones. Mass sums use the fixed-shape tree.
+/// \file
+/// kvq/metrics/topk.hpp — top-k agreement between reference p and emulated p̂.
+///
+/// top_k(x) is the first k keys of the attention order (kvq/metrics/order.hpp: by
+/// decreasing value, the lower index wins a tie), so the set is always exactly k keys.
+///  - recall\@k           = |top_k(p) ∩ top_k(p̂)| / k;
+///  - argmax flip        = 1 if argmax(p) != argmax(p̂) (first maximum), else 0;
+///  - mass outside top-k = sum of p̂_i over keys i not in top_k(p) (the emulated mass
+///    that left the reference's k most attended keys), reported next to the same sum of
+///    p_i so that the change is visible (emulated - reference).
+/// NaN in an input gives NaN; k = 0 or k > n gives NaN in the KVQ_HD functions and
+/// std::invalid_argument in the host ones. Mass sums use the fixed-shape tree.
 #pragma once
 
 #include <cstddef>
@@ -27,15 +28,21 @@
 
 namespace kvq::metrics {
 
+/// Top-k agreement of one k (see the file description).
 struct topk_result {
+  /// The k this entry is for.
   std::size_t k = 0;
+  /// |top_k(p) ∩ top_k(p̂)| / k; NaN on NaN input, k = 0 or k > n.
   double recall = 0.0;               // |top_k(p) ∩ top_k(p̂)| / k
+  /// Sum of p_i over the keys not in top_k(p).
   double reference_outside = 0.0;    // sum of p_i, i not in top_k(p)
+  /// Sum of p̂_i over the same keys (not in top_k(p)).
   double emulated_outside = 0.0;     // sum of p̂_i, i not in top_k(p)
 };
 
-// For each ks[j] (any order, repeats allowed) fills out[j]. O(n log n + n * nk).
-// Workspace: a, b, c, d (indices).
+/// For each ks[j] (any order, repeats allowed) fills out[j]. O(n log n + n * nk).
+/// Workspace: a, b, c, d (indices).
+/// Entries are NaN when n = 0, n > ws.capacity, an input has a NaN, or k = 0 or k > n.
 template <class T, class U>
 KVQ_HD inline void topk_metrics(const T* p, const U* q, std::size_t n, const std::size_t* ks, std::size_t nk,
                                 topk_result* out, workspace_view ws) {
@@ -68,7 +75,7 @@ KVQ_HD inline void topk_metrics(const T* p, const U* q, std::size_t n, const std
   }
 }
 
-// 1.0 if the first maximum of p and of p̂ differ, 0.0 if not, NaN for NaN input or n = 0.
+/// 1.0 if the first maximum of p and of p̂ differ, 0.0 if not, NaN for NaN input or n = 0.
 template <class T, class U>
 KVQ_HD inline double argmax_flip(const T* p, const U* q, std::size_t n) {
   if (n == 0 || detail::any_nan(p, n) || detail::any_nan(q, n)) return detail::quiet_nan();
@@ -77,6 +84,10 @@ KVQ_HD inline double argmax_flip(const T* p, const U* q, std::size_t n) {
 
 // ---- host entry points ----------------------------------------------------------------
 
+/// Top-k agreement of p (reference) and q (emulated) over n keys for each k of ks, with a
+/// workspace allocated for the call.
+/// \throws std::invalid_argument if n = 0, n > 2^32 - 1, p or q is null, or a k is 0 or
+///         greater than n.
 template <class T, class U>
 std::vector<topk_result> topk_metrics(const T* p, const U* q, std::size_t n, const std::vector<std::size_t>& ks) {
   detail::check_keys("topk_metrics", p, q, n);
@@ -90,6 +101,8 @@ std::vector<topk_result> topk_metrics(const T* p, const U* q, std::size_t n, con
   return out;
 }
 
+/// topk_metrics() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ, or as the pointer overload.
 template <class CP, class CQ>
 auto topk_metrics(const CP& p, const CQ& q, const std::vector<std::size_t>& ks)
     -> decltype(std::data(p), std::data(q), std::vector<topk_result>()) {
@@ -97,12 +110,15 @@ auto topk_metrics(const CP& p, const CQ& q, const std::vector<std::size_t>& ks)
   return topk_metrics(std::data(p), std::data(q), std::size(p), ks);
 }
 
-// recall@k alone.
+/// recall\@k alone.
+/// \throws std::invalid_argument as topk_metrics().
 template <class T, class U>
 double topk_recall(const T* p, const U* q, std::size_t n, std::size_t k) {
   return topk_metrics(p, q, n, std::vector<std::size_t>{k})[0].recall;
 }
 
+/// argmax_flip() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ or are 0.
 template <class CP, class CQ>
 auto argmax_flip(const CP& p, const CQ& q) -> decltype(std::data(p), std::data(q), double()) {
   detail::check_same_size("argmax_flip", std::size(p), std::size(q));

@@ -1,28 +1,29 @@
-// kvq/metrics/weighted_tau.hpp — Vigna's weighted Kendall tau with hyperbolic weights,
-// the definition of scipy.stats.weightedtau with its defaults (rank=True,
-// weigher = 1/(r+1), additive=True).
-//
-// Definition (S. Vigna, "A weighted correlation index for rankings with ties", WWW
-// 2015). Each element i has a rank r_i (0 = most important) and weight
-// w_i = 1 / (r_i + 1); a pair (i, j) weighs w_i + w_j ("additive"). Then
-//   tau_w = sum_{i<j} sgn(x_i - x_j) sgn(y_i - y_j) (w_i + w_j)
-//           / ( sqrt(sum_{i<j, x_i != x_j} (w_i + w_j)) * sqrt(sum_{i<j, y_i != y_j} (w_i + w_j)) ).
-// The ranks used by weighted_kendall_tau() are the "decreasing lexicographic" ranks:
-// rank 0 is the element with the largest x, ties in x broken by the larger y, and
-// elements tied in both x and y ranked by decreasing index (exactly what scipy's
-// reversed stable lexsort produces). The result is the mean of tau_w ranked by (x, y)
-// and tau_w ranked by (y, x) — so it is symmetric in its arguments, and the weight
-// falls on the elements that are large in either distribution, i.e. the top of the
-// attention ranking.
-//
-// Algorithm: O(n log n) as in Vigna's paper: sort by (x, y), weigh the tie groups,
-// then a merge sort by y that accumulates the weight of the discordant pairs (for a
-// right-run element placed before the remaining left-run elements L:
-// |L| w_r + sum_{l in L} w_l, with the left-run suffix sums precomputed, no
-// subtractive update). Sums run sequentially in the (deterministic) sorted order.
-// The normalisation is one sqrt((tot - u)(tot - v)) (scipy: two roots in turn; the
-// results may differ in the last bit). NaN input, n = 1, or a constant x or y give
-// NaN; the result is clipped to [-1, 1].
+/// \file
+/// kvq/metrics/weighted_tau.hpp — Vigna's weighted Kendall tau with hyperbolic weights,
+/// the definition of scipy.stats.weightedtau with its defaults (rank=True,
+/// weigher = 1/(r+1), additive=True).
+///
+/// Definition (S. Vigna, "A weighted correlation index for rankings with ties", WWW
+/// 2015). Each element i has a rank r_i (0 = most important) and weight
+/// w_i = 1 / (r_i + 1); a pair (i, j) weighs w_i + w_j ("additive"). Then
+///   tau_w = sum_{i<j} sgn(x_i - x_j) sgn(y_i - y_j) (w_i + w_j)
+///           / ( sqrt(sum_{i<j, x_i != x_j} (w_i + w_j)) * sqrt(sum_{i<j, y_i != y_j} (w_i + w_j)) ).
+/// The ranks used by weighted_kendall_tau() are the "decreasing lexicographic" ranks:
+/// rank 0 is the element with the largest x, ties in x broken by the larger y, and
+/// elements tied in both x and y ranked by decreasing index (exactly what scipy's
+/// reversed stable lexsort produces). The result is the mean of tau_w ranked by (x, y)
+/// and tau_w ranked by (y, x) — so it is symmetric in its arguments, and the weight
+/// falls on the elements that are large in either distribution, i.e. the top of the
+/// attention ranking.
+///
+/// Algorithm: O(n log n) as in Vigna's paper: sort by (x, y), weigh the tie groups,
+/// then a merge sort by y that accumulates the weight of the discordant pairs (for a
+/// right-run element placed before the remaining left-run elements L:
+/// |L| w_r + sum_{l in L} w_l, with the left-run suffix sums precomputed, no
+/// subtractive update). Sums run sequentially in the (deterministic) sorted order.
+/// The normalisation is one sqrt((tot - u)(tot - v)) (scipy: two roots in turn; the
+/// results may differ in the last bit). NaN input, n = 1, or a constant x or y give
+/// NaN; the result is clipped to [-1, 1].
 #pragma once
 
 #include <cstddef>
@@ -127,9 +128,10 @@ KVQ_HD inline void lexicographic_rank(const T* x, const U* y, std::size_t n, ind
 
 }  // namespace detail
 
-// Weighted tau of (x, y) with caller-given ranks (rank[i] = 0 for the most important
-// element; weights 1/(rank+1)). Matches scipy.stats.weightedtau(x, y, rank=rank).
-// Workspace: a, b (indices), f64.
+/// Weighted tau of (x, y) with caller-given ranks (rank[i] = 0 for the most important
+/// element; weights 1/(rank+1)). Matches scipy.stats.weightedtau(x, y, rank=rank).
+/// Workspace: a, b (indices), f64.
+/// NaN when n = 0, n > ws.capacity or an input has a NaN.
 template <class T, class U>
 KVQ_HD inline double weighted_kendall_tau_ranked(const T* x, const U* y, const index_t* rank, std::size_t n,
                                                  workspace_view ws) {
@@ -137,8 +139,9 @@ KVQ_HD inline double weighted_kendall_tau_ranked(const T* x, const U* y, const i
   return detail::weighted_tau_ranked(x, y, rank, n, ws.a, ws.b, ws.f64);
 }
 
-// The symmetric default: mean of the (x, y)- and (y, x)-ranked values, as
-// scipy.stats.weightedtau(x, y) computes it. Workspace: a, b, c (indices), f64.
+/// The symmetric default: mean of the (x, y)- and (y, x)-ranked values, as
+/// scipy.stats.weightedtau(x, y) computes it. Workspace: a, b, c (indices), f64.
+/// NaN when n = 0, n > ws.capacity, an input has a NaN, or x or y is constant.
 template <class T, class U>
 KVQ_HD inline double weighted_kendall_tau(const T* x, const U* y, std::size_t n, workspace_view ws) {
   if (n == 0 || n > ws.capacity || detail::any_nan(x, n) || detail::any_nan(y, n)) return detail::quiet_nan();
@@ -149,6 +152,8 @@ KVQ_HD inline double weighted_kendall_tau(const T* x, const U* y, std::size_t n,
   return (t1 + t2) / 2.0;
 }
 
+/// weighted_kendall_tau() with a workspace allocated for the call.
+/// \throws std::invalid_argument if n = 0, n > 2^32 - 1, or x or y is null.
 template <class T, class U>
 double weighted_kendall_tau(const T* x, const U* y, std::size_t n) {
   detail::check_keys("weighted_kendall_tau", x, y, n);
@@ -156,6 +161,8 @@ double weighted_kendall_tau(const T* x, const U* y, std::size_t n) {
   return weighted_kendall_tau(x, y, n, w.view());
 }
 
+/// weighted_kendall_tau() of two contiguous containers of the same size.
+/// \throws std::invalid_argument if the sizes differ, or as the pointer overload.
 template <class CX, class CY>
 auto weighted_kendall_tau(const CX& x, const CY& y) -> decltype(std::data(x), std::data(y), double()) {
   detail::check_same_size("weighted_kendall_tau", std::size(x), std::size(y));
