@@ -1,12 +1,13 @@
-// kvq/inject/generate.hpp — Gaussian Q, K, V with heads (grouped-query attention), drawn
-// from the counter-based generator so that every element is a function of
-// (seed, tensor, head, row, column) only.
-//
-// Element (i, j) of a rows x cols tensor on stream s is
-//   float(mean + stddev * normal_double(philox_block(seed, s, i * cols + j)))
-// (one rounding to float). Streams: make_stream(query|key|value, head).
-// Shapes: K and V of each KV head are tokens x head_dim; Q of each query head is
-// queries x head_dim; query head h reads KV head h / q_per_kv (GQA; q_per_kv = 1 is MHA).
+/// \file
+/// kvq/inject/generate.hpp — Gaussian Q, K, V with heads (grouped-query attention), drawn
+/// from the counter-based generator so that every element is a function of
+/// (seed, tensor, head, row, column) only.
+///
+/// Element (i, j) of a rows x cols tensor on stream s is
+///   float(mean + stddev * normal_double(philox_block(seed, s, i * cols + j)))
+/// (one rounding to float). Streams: make_stream(query|key|value, head).
+/// Shapes: K and V of each KV head are tokens x head_dim; Q of each query head is
+/// queries x head_dim; query head h reads KV head h / q_per_kv (GQA; q_per_kv = 1 is MHA).
 #pragma once
 
 #include <algorithm>
@@ -49,35 +50,64 @@ inline void fill_normal(matrix_f& m, const counter_rng& rng, double mean = 0.0, 
   for (auto& th : pool) th.join();
 }
 
+/// Shape, seed and deviations of generate_qkv().
 struct qkv_config {
+  /// Context length n: keys and values per KV head.
   std::size_t tokens = 0;      // context length n (keys and values per KV head)
+  /// Query rows per query head.
   std::size_t queries = 1;     // query rows per query head
+  /// Head dimension d.
   std::size_t head_dim = 128;  // d
+  /// Number of KV heads.
   std::size_t kv_heads = 1;
+  /// Query heads per KV head (GQA group size; 1 is MHA).
   std::size_t q_per_kv = 1;    // query heads per KV head (GQA group size)
+  /// Seed of every stream.
   std::uint64_t seed = 0;
+  /// \var q_std
+  /// Standard deviation of Q (mean 0).
+  /// \var k_std
+  /// Standard deviation of K (mean 0).
+  /// \var v_std
+  /// Standard deviation of V (mean 0).
   double q_std = 1.0, k_std = 1.0, v_std = 1.0;
   /// RoPE position of query row 0 (row r sits at first_query_position + r); the
   /// default places the queries right after the context.
   std::size_t first_query_position = std::numeric_limits<std::size_t>::max();
+  /// Threads for filling; the values do not depend on it.
   unsigned threads = 1;  // for filling; the values do not depend on it
 };
 
+/// Generated Q, K, V of all heads (see the file description for the layout).
 struct qkv {
+  /// q_heads() matrices, queries x head_dim; query head h = kv * q_per_kv + g.
   std::vector<matrix_f> q;  // q_heads() matrices, queries x head_dim
+  /// kv_heads matrices, tokens x head_dim.
   std::vector<matrix_f> k;  // kv_heads matrices, tokens x head_dim
+  /// kv_heads matrices, tokens x head_dim.
   std::vector<matrix_f> v;  // kv_heads matrices, tokens x head_dim
+  /// RoPE position of each query row (shared by all query heads).
   std::vector<std::size_t> query_positions;  // one per query row (shared by the heads)
+  /// Query heads per KV head.
   std::size_t q_per_kv = 1;
 
+  /// Context length n (0 when empty).
   std::size_t tokens() const { return k.empty() ? 0 : static_cast<std::size_t>(k[0].rows()); }
+  /// Head dimension d (0 when empty).
   std::size_t head_dim() const { return k.empty() ? 0 : static_cast<std::size_t>(k[0].cols()); }
+  /// Query rows per query head (0 when empty).
   std::size_t queries() const { return q.empty() ? 0 : static_cast<std::size_t>(q[0].rows()); }
+  /// Number of KV heads.
   std::size_t kv_heads() const { return k.size(); }
+  /// Number of query heads (kv_heads() * q_per_kv).
   std::size_t q_heads() const { return q.size(); }
+  /// The KV head read by global query head `q_head` (q_head / q_per_kv).
   std::size_t kv_head_of(std::size_t q_head) const { return q_head / q_per_kv; }
 };
 
+/// \throws std::invalid_argument if tokens, head_dim or queries is 0, kv_heads or
+///         q_per_kv is 0, there are more than 65535 query heads, or a deviation is
+///         negative or NaN.
 inline void check_qkv_config(const qkv_config& c) {
   const char* where = "kvq::inject::generate_qkv";
   if (c.tokens == 0) kvq::detail::fail(where, "empty context (tokens = 0)");
@@ -92,6 +122,9 @@ inline void check_qkv_config(const qkv_config& c) {
 }
 
 /// Independent standard-normal Q, K, V (scaled by the configured deviations).
+/// Streams make_stream(query|key|value, head) of counter_rng{seed, 0}; query positions
+/// start at first_query_position (default: tokens).
+/// \throws std::invalid_argument as check_qkv_config().
 inline qkv generate_qkv(const qkv_config& c) {
   check_qkv_config(c);
   qkv out;

@@ -1,20 +1,21 @@
-// kvq/inject/patterns.hpp — composable injectors of the structures that make KV caches
-// hard to quantize, each returning a plain record of what it did:
-//
-//  - channel outliers in K: chosen channels x gain (+ offset), persistent over all
-//    tokens (KIVI, KVQuant: a few key channels carry large magnitudes), applied before
-//    or after RoPE (the scenario builder orders them; RoPE mixes channel pairs);
-//  - massive activations: chosen tokens get value sign * factor * median|x| in chosen
-//    channels (Sun et al. 2024, "Massive activations in LLMs": 10^2..10^4 x median);
-//  - attention sinks: the first k tokens' keys are aligned with every query so that
-//    their logit exceeds the expected background logit by exactly Delta (StreamingLLM);
-//  - needles / citation spans: short spans whose keys match one query with a chosen
-//    logit margin delta over the background maximum (or mean).
-//
-// Injectors work on one KV head: its K (and V) and the query matrices of the heads that
-// read it (all of a GQA group). Vector arithmetic is done in double (dot products with
-// kvq's fixed tree) and each modified element is rounded once to float, so the results
-// are reproducible bit for bit. Logits are q.k / sqrt(d) in double.
+/// \file
+/// kvq/inject/patterns.hpp — composable injectors of the structures that make KV caches
+/// hard to quantize, each returning a plain record of what it did:
+///
+///  - channel outliers in K: chosen channels x gain (+ offset), persistent over all
+///    tokens (KIVI, KVQuant: a few key channels carry large magnitudes), applied before
+///    or after RoPE (the scenario builder orders them; RoPE mixes channel pairs);
+///  - massive activations: chosen tokens get value sign * factor * median|x| in chosen
+///    channels (Sun et al. 2024, "Massive activations in LLMs": 10^2..10^4 x median);
+///  - attention sinks: the first k tokens' keys are aligned with every query so that
+///    their logit exceeds the expected background logit by exactly Delta (StreamingLLM);
+///  - needles / citation spans: short spans whose keys match one query with a chosen
+///    logit margin delta over the background maximum (or mean).
+///
+/// Injectors work on one KV head: its K (and V) and the query matrices of the heads that
+/// read it (all of a GQA group). Vector arithmetic is done in double (dot products with
+/// kvq's fixed tree) and each modified element is rounded once to float, so the results
+/// are reproducible bit for bit. Logits are q.k / sqrt(d) in double.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +34,7 @@
 namespace kvq {
 namespace inject {
 
+/// Whether channel outliers are applied before or after RoPE (RoPE mixes channel pairs).
 enum class rope_stage { pre_rope, post_rope };
 
 namespace detail {
@@ -85,6 +87,7 @@ inline void check_queries(const std::vector<matrix_f*>& qs, const matrix_f& K, c
 
 /// `count` distinct channels of [0, d) chosen by a partial Fisher–Yates shuffle driven
 /// by rng (draw i uses index i), returned in increasing order.
+/// \throws std::invalid_argument if fewer than `count` channels remain outside `avoid`.
 inline std::vector<std::size_t> choose_channels(std::size_t count, std::size_t d, const counter_rng& rng,
                                                 const std::vector<std::size_t>& avoid = {}) {
   std::vector<std::size_t> pool;
@@ -105,20 +108,40 @@ inline std::vector<std::size_t> choose_channels(std::size_t count, std::size_t d
 // ---------------------------------------------------------------------------
 // Channel outliers
 
+/// K channel outliers: K(:, c) = K(:, c) * gain + offset in chosen channels, for every
+/// token (KIVI, KVQuant).
 struct channel_outlier_config {
+  /// Explicit channels; when empty, `random_count` channels are drawn with `seed`.
   std::vector<std::size_t> channels;  // explicit channels, or
+  /// Number of random channels used when `channels` is empty.
   std::size_t random_count = 4;       // ... this many chosen with `seed` when `channels` is empty
+  /// Gain of every channel (unless `gains` is given).
   float gain = 20.0f;                 // K(:, c) = K(:, c) * gain + offset
+  /// Offset of every channel (unless `offsets` is given).
   float offset = 0.0f;
+  /// \var gains
+  /// Optional per-channel gains, one per channel (empty: `gain` for all).
+  /// \var offsets
+  /// Optional per-channel offsets, one per channel (empty: `offset` for all).
   std::vector<float> gains, offsets;  // optional per-channel values (same length as the channels)
+  /// Before or after RoPE (used by build_scenario()).
   rope_stage stage = rope_stage::pre_rope;
+  /// Seed of the random channel choice (stream outlier_channels, head).
   std::uint64_t seed = 0;
 };
 
+/// What inject_channel_outliers() did.
 struct channel_outlier_record {
+  /// Channels modified.
   std::vector<std::size_t> channels;
+  /// \var gains
+  /// Gain applied to each channel.
+  /// \var offsets
+  /// Offset applied to each channel.
   std::vector<float> gains, offsets;
+  /// Stage of the config.
   rope_stage stage = rope_stage::pre_rope;
+  /// Largest |K| in the outlier channels right after injection.
   float max_abs = 0.0f;  // largest |K| in the outlier channels right after injection
 };
 
@@ -130,6 +153,10 @@ inline std::vector<std::size_t> outlier_channels(const channel_outlier_config& c
                          counter_rng{c.seed, make_stream(stream_kind::outlier_channels, head)});
 }
 
+/// Applies x * gain + offset (two float operations, no fma) to the chosen channels of
+/// every row of K.
+/// \throws std::invalid_argument if a channel is >= K.cols(), or gains / offsets are
+///         given with a length other than the number of channels.
 inline channel_outlier_record inject_channel_outliers(matrix_f& K, const channel_outlier_config& c,
                                                       std::uint32_t head = 0) {
   const char* where = "kvq::inject::inject_channel_outliers";
@@ -163,28 +190,57 @@ inline channel_outlier_record inject_channel_outliers(matrix_f& K, const channel
 // ---------------------------------------------------------------------------
 // Massive activations
 
+/// Massive activations (Sun et al. 2024): chosen tokens get sign * factor * median|x| in
+/// chosen channels of K and/or V.
 struct massive_activation_config {
+  /// Tokens that get the massive value (e.g. the first token and the first delimiter).
   std::vector<std::size_t> tokens{0};  // e.g. the first token and the first delimiter
+  /// Explicit channels; when empty, `random_count` channels are drawn with `seed`.
   std::vector<std::size_t> channels;   // explicit, or `random_count` chosen with `seed`
+  /// Number of random channels used when `channels` is empty.
   std::size_t random_count = 2;
+  /// Magnitude in units of the lower median of |x| (10^2..10^4); must be > 0.
   double factor = 1000.0;              // value = sign * factor * median|x| (10^2..10^4)
+  /// Sign of the written value (+1 or -1).
   float sign = 1.0f;
+  /// Write the value into K.
   bool keys = true;
+  /// Write the value into V.
   bool values = false;
   /// Zero the chosen channels of every query reading this head (keys only), so the
   /// massive key entries change quantization scales but not the exact logits.
   bool neutralize_queries = true;
+  /// Seed of the random channel choice (stream massive, head).
   std::uint64_t seed = 0;
 };
 
+/// What inject_massive_activations() did.
 struct massive_activation_record {
+  /// Tokens written.
   std::vector<std::size_t> tokens;
+  /// Channels written.
   std::vector<std::size_t> channels;
+  /// \var median_abs_k
+  /// Lower median of |K| before injection (0 when keys were not written).
+  /// \var median_abs_v
+  /// Lower median of |V| before injection (0 when values were not written).
   double median_abs_k = 0.0, median_abs_v = 0.0;  // medians before injection
+  /// \var value_k
+  /// Value written into K (0 when not applied).
+  /// \var value_v
+  /// Value written into V (0 when not applied).
   float value_k = 0.0f, value_v = 0.0f;           // the values written (0 when not applied)
+  /// \var keys
+  /// Whether K was written.
+  /// \var values
+  /// Whether V was written.
+  /// \var neutralized
+  /// Whether the chosen channels of the queries were zeroed.
   bool keys = false, values = false, neutralized = false;
 };
 
+/// Resolves the channel list of a config (explicit, or random avoiding `avoid`).
+/// \throws std::invalid_argument if too few channels remain for the random choice.
 inline std::vector<std::size_t> massive_channels(const massive_activation_config& c, std::size_t d,
                                                  std::uint32_t head = 0,
                                                  const std::vector<std::size_t>& avoid = {}) {
@@ -192,6 +248,12 @@ inline std::vector<std::size_t> massive_channels(const massive_activation_config
   return choose_channels(c.random_count, d, counter_rng{c.seed, make_stream(stream_kind::massive, head)}, avoid);
 }
 
+/// Writes the massive value into the chosen tokens and channels of K (and zeroes those
+/// channels in every non-null query matrix when neutralize_queries) and/or V.
+/// `avoid_channels` is excluded from a random channel choice.
+/// \throws std::invalid_argument if K and V differ in shape, a token is >= the number of
+///         rows, a channel is >= head_dim, factor is not > 0, or a query's head_dim
+///         differs from K's.
 inline massive_activation_record inject_massive_activations(const std::vector<matrix_f*>& queries, matrix_f& K,
                                                             matrix_f& V, const massive_activation_config& c,
                                                             std::uint32_t head = 0,
@@ -245,20 +307,34 @@ inline massive_activation_record inject_massive_activations(const std::vector<ma
 // of the queries are zero, e.g. neutralized massive-activation channels; otherwise up to
 // the outlier-channel terms, which the record measures).
 
+/// Attention sinks (StreamingLLM): the first `count` tokens' keys get a logit gap
+/// `delta` over the expected background for every query (construction above).
 struct sink_config {
+  /// Sink tokens are 0 .. count-1; need 1 <= count < tokens.
   std::size_t count = 1;          // sink tokens 0 .. count-1
+  /// Requested logit gap Delta.
   double delta = 8.0;             // logit gap
+  /// Query component a along the direction; 0: half the root-mean-square query norm.
   double query_component = 0.0;   // a; 0: half the root-mean-square query norm
+  /// Sink values are multiplied by this (StreamingLLM sinks carry little).
   double value_scale = 1.0;       // sink values are multiplied by this (StreamingLLM sinks carry little)
+  /// Channels where the direction is zero and sink keys keep their values.
   std::vector<std::size_t> protected_channels;  // u is zero there; sink keys keep their values there
+  /// Seed of the direction (stream sink_direction, head).
   std::uint64_t seed = 0;
 };
 
+/// What inject_sinks() did.
 struct sink_record {
+  /// Sink tokens.
   std::vector<std::size_t> tokens;
+  /// Unit direction u (zero on the protected channels).
   std::vector<double> direction;  // u
+  /// Query component a used.
   double query_component = 0.0;   // a
+  /// Key component b = Delta sqrt(d) / a.
   double key_component = 0.0;     // b
+  /// Requested gap Delta.
   double delta = 0.0;             // requested gap
   /// Achieved gap per query matrix and row: mean sink logit minus mean background logit
   /// (double arithmetic on the final float data).
@@ -288,6 +364,12 @@ inline std::vector<double> mean_background_logits(const matrix_f& Q, const matri
   return out;
 }
 
+/// Applies the sink construction to every query matrix of the group, K and (when V is not
+/// null and value_scale != 1) V, and measures the achieved gaps.
+/// \throws std::invalid_argument if there is no or a null query matrix, a query's head_dim
+///         differs from K's, count is 0 or >= the number of tokens, V's shape differs from
+///         K's, a protected channel is >= head_dim, the direction has zero norm, or the
+///         queries are all zero while query_component is 0.
 inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f& K, matrix_f* V,
                                 const sink_config& c, std::uint32_t head = 0) {
   const char* where = "kvq::inject::inject_sinks";
@@ -369,36 +451,61 @@ inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f&
 // (the sink direction) projected out, normalised; each span key gets
 // k += c_t z with c_t = (target sqrt(d) - q.k) / (q.z), so q.k / sqrt(d) = target.
 
+/// One needle: a span of keys matched to one query row with a chosen logit margin.
 struct needle_spec {
+  /// First token of the span.
   std::size_t position = 0;
+  /// Number of tokens in the span (>= 1).
   std::size_t length = 1;
+  /// Index into the query matrices passed to inject_needles().
   std::size_t query = 0;  // index into the query matrices passed (scenario: the global query head)
+  /// Query row.
   std::size_t row = 0;    // query row
+  /// Logit margin delta of the span keys over the background.
   double margin = 2.0;    // delta, in logits
+  /// Margin over the background maximum (true) or mean (false).
   bool relative_to_max = true;  // margin over the background maximum (else the mean)
 };
 
+/// Needles to inject into one KV head and what their direction must avoid.
 struct needle_config {
+  /// The needles, injected in this order.
   std::vector<needle_spec> needles;
+  /// Channels zeroed in the needle direction (outlier and massive channels).
   std::vector<std::size_t> protected_channels;
+  /// Direction projected out of the needle direction (e.g. sink_record::direction); empty:
+  /// none.
   std::vector<double> avoid_direction;  // e.g. sink_record::direction (empty: none)
+  /// Tokens not counted as background (e.g. sink_record::tokens).
   std::vector<std::size_t> exclude_tokens;  // e.g. sink_record::tokens
 };
 
+/// What inject_needles() did for one needle.
 struct needle_entry {
+  /// The needle as requested.
   needle_spec spec;
+  /// Span tokens position .. position + length - 1.
   std::vector<std::size_t> tokens;  // position .. position + length - 1
+  /// \var background_max
+  /// Largest background logit of the query before injection.
+  /// \var background_mean
+  /// Mean background logit of the query before injection.
   double background_max = 0.0, background_mean = 0.0;
+  /// Logit each span key was set to: background max (or mean) + margin.
   double target_logit = 0.0;
+  /// Logit of each span token after all needles were injected.
   std::vector<double> achieved_logit;  // per span token, after injection
 };
 
+/// What inject_needles() did.
 struct needle_record {
+  /// One entry per needle, in the order given.
   std::vector<needle_entry> entries;
   /// Needle token indices per query matrix and row (sorted, unique): what the metrics
   /// look at for that query.
   std::vector<std::vector<std::vector<std::size_t>>> tokens;
 
+  /// Needle tokens of (query, row); an empty list when none or out of range.
   const std::vector<std::size_t>& tokens_for(std::size_t query, std::size_t row) const {
     static const std::vector<std::size_t> none;
     if (query >= tokens.size() || row >= tokens[query].size()) return none;
@@ -406,6 +513,14 @@ struct needle_record {
   }
 };
 
+/// Modifies the span keys of each needle so that q.k / sqrt(d) equals the target logit
+/// (construction above). The background is every token outside all spans and outside
+/// exclude_tokens.
+/// \throws std::invalid_argument if there is no or a null query matrix, a query's head_dim
+///         differs from K's, a protected channel is >= head_dim, avoid_direction has a
+///         length other than head_dim, an excluded token is out of range, a span is empty or
+///         outside the context, a needle's query or row does not exist, no background token
+///         is left, or the query has no usable component for the direction.
 inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matrix_f& K, const needle_config& c) {
   const char* where = "kvq::inject::inject_needles";
   detail::check_queries(queries, K, where);

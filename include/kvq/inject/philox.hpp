@@ -1,19 +1,20 @@
-// kvq/inject/philox.hpp — the Philox-4x32-10 counter-based generator (Salmon, Moraes,
-// Dror, Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC 2011; the Random123
-// reference definition), keyed so that a value depends only on (seed, stream, index).
-//
-// Philox4x32-R maps a 128-bit counter and a 64-bit key to 128 random bits:
-//   round(c, k): (hi0, lo0) = 0xD2511F53 * c0,  (hi1, lo1) = 0xCD9E8D57 * c2   (32x32->64)
-//                c' = (hi1 ^ c1 ^ k0,  lo1,  hi0 ^ c3 ^ k1,  lo0)
-//   the key is bumped by the Weyl constants (0x9E3779B9, 0xBB67AE85) before every round
-//   but the first. R = 10 is the standard (Crush-resistant) variant.
-// Only 32-bit integer multiplies, xors and adds: identical on every host and device.
-//
-// kvq's keying (the contract the generators rely on):
-//   key     = (seed & 0xffffffff, seed >> 32)
-//   counter = (index & 0xffffffff, index >> 32, stream & 0xffffffff, stream >> 32)
-// One counter gives four 32-bit words; a generator draws one counter per element, so a
-// value never depends on the order, the thread, or how many values were drawn before.
+/// \file
+/// kvq/inject/philox.hpp — the Philox-4x32-10 counter-based generator (Salmon, Moraes,
+/// Dror, Shaw, "Parallel random numbers: as easy as 1, 2, 3", SC 2011; the Random123
+/// reference definition), keyed so that a value depends only on (seed, stream, index).
+///
+/// Philox4x32-R maps a 128-bit counter and a 64-bit key to 128 random bits:
+///   round(c, k): (hi0, lo0) = 0xD2511F53 * c0,  (hi1, lo1) = 0xCD9E8D57 * c2   (32x32->64)
+///                c' = (hi1 ^ c1 ^ k0,  lo1,  hi0 ^ c3 ^ k1,  lo0)
+///   the key is bumped by the Weyl constants (0x9E3779B9, 0xBB67AE85) before every round
+///   but the first. R = 10 is the standard (Crush-resistant) variant.
+/// Only 32-bit integer multiplies, xors and adds: identical on every host and device.
+///
+/// kvq's keying (the contract the generators rely on):
+///   key     = (seed & 0xffffffff, seed >> 32)
+///   counter = (index & 0xffffffff, index >> 32, stream & 0xffffffff, stream >> 32)
+/// One counter gives four 32-bit words; a generator draws one counter per element, so a
+/// value never depends on the order, the thread, or how many values were drawn before.
 #pragma once
 
 #include <cstdint>
@@ -21,13 +22,22 @@
 #include <kvq/config.hpp>
 
 namespace kvq {
+/// Synthetic KV data: counter-based random numbers (Philox), Gaussian Q/K/V with heads,
+/// RoPE, and injectors of the structures that make KV caches hard to quantize (channel
+/// outliers, massive activations, attention sinks, needles), each returning a record of
+/// what it did. Every value is a function of (seed, stream, index) alone, so results are
+/// the same on every backend and for every thread count.
 namespace inject {
 
+/// Four 32-bit words: a Philox counter or one block of output.
 struct u32x4 {
+  /// The words; v[0] is the lowest 32 bits of the counter.
   std::uint32_t v[4];
 };
 
+/// Two 32-bit words: a Philox key.
 struct u32x2 {
+  /// The key words; v[0] is the low half of the seed under kvq's keying.
   std::uint32_t v[2];
 };
 

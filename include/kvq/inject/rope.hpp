@@ -1,16 +1,17 @@
-// kvq/inject/rope.hpp — rotary position embedding (RoPE, Su et al. 2021) for keys and
-// queries, with a chosen base (10^4 for Llama-2, 5*10^5 for Llama-3, ...).
-//
-// The float32 recipe of Hugging Face transformers (modeling_rope_utils.py,
-// _compute_default_rope_parameters and LlamaRotaryEmbedding), with kvq's own pow/cos/sin:
-//   inv_freq[i] = 1.0f / pow(base, float(2i) / float(rotary_dim))    i < rotary_dim / 2
-//     (pow evaluated as exp(e * log(base)) in double and rounded once to float)
-//   angle       = float(position) * inv_freq[i]                     (float product)
-//   c, s        = kvq::math::cos(angle), kvq::math::sin(angle)      (float, <= 1 ulp)
-//   (x, y)     -> (x*c - y*s, y*c + x*s)                             (float, no fma)
-// Pairs: style::half pairs channel i with i + rotary_dim/2 (Llama/NeoX "rotate_half");
-// style::interleaved pairs 2i with 2i+1 (GPT-J). Channels >= rotary_dim are untouched
-// (partial rotary).
+/// \file
+/// kvq/inject/rope.hpp — rotary position embedding (RoPE, Su et al. 2021) for keys and
+/// queries, with a chosen base (10^4 for Llama-2, 5*10^5 for Llama-3, ...).
+///
+/// The float32 recipe of Hugging Face transformers (modeling_rope_utils.py,
+/// _compute_default_rope_parameters and LlamaRotaryEmbedding), with kvq's own pow/cos/sin:
+///   inv_freq[i] = 1.0f / pow(base, float(2i) / float(rotary_dim))    i < rotary_dim / 2
+///     (pow evaluated as exp(e * log(base)) in double and rounded once to float)
+///   angle       = float(position) * inv_freq[i]                     (float product)
+///   c, s        = kvq::math::cos(angle), kvq::math::sin(angle)      (float, <= 1 ulp)
+///   (x, y)     -> (x*c - y*s, y*c + x*s)                             (float, no fma)
+/// Pairs: style::half pairs channel i with i + rotary_dim/2 (Llama/NeoX "rotate_half");
+/// style::interleaved pairs 2i with 2i+1 (GPT-J). Channels >= rotary_dim are untouched
+/// (partial rotary).
 #pragma once
 
 #include <cstddef>
@@ -30,18 +31,26 @@ namespace inject {
 
 /// What apply_rope did (kept in the scenario records).
 struct rope_record {
+  /// RoPE base used.
   double base = 0.0;
+  /// Channel pairing used.
   rope_style style = rope_style::half;
+  /// Number of rotated channels actually used (rope_config::rotary_dim resolved).
   std::size_t rotary_dim = 0;
+  /// inv_freq[i] of each pair i < rotary_dim / 2, as applied.
   std::vector<float> inv_freq;
 };
 
+/// inv_freq of every pair i < rotary_dim / 2 (rope_inv_freq() with base rounded to float).
 inline std::vector<float> rope_inv_freqs(std::size_t rotary_dim, double base) {
   std::vector<float> f(rotary_dim / 2);
   for (std::size_t i = 0; i < f.size(); ++i) f[i] = rope_inv_freq(i, rotary_dim, static_cast<float>(base));
   return f;
 }
 
+/// The rotary dimension c would use on m (rotary_dim, or m.cols() when 0).
+/// \throws std::invalid_argument if it is 0, odd or greater than m.cols(), or if
+///         c.base is not > 1.
 inline std::size_t checked_rotary_dim(const matrix_f& m, const rope_config& c) {
   const std::size_t d = static_cast<std::size_t>(m.cols());
   const std::size_t r = c.rotary_dim == 0 ? d : c.rotary_dim;
@@ -53,6 +62,9 @@ inline std::size_t checked_rotary_dim(const matrix_f& m, const rope_config& c) {
 }
 
 /// Rotates row r of m for position positions[r].
+/// `threads` splits the rows; the values do not depend on it.
+/// \throws std::invalid_argument if the rotary dimension is invalid (checked_rotary_dim())
+///         or positions.size() != m.rows().
 inline rope_record apply_rope(matrix_f& m, const std::vector<std::size_t>& positions, const rope_config& c,
                               unsigned threads = 1) {
   const std::size_t r = checked_rotary_dim(m, c);
@@ -75,6 +87,7 @@ inline rope_record apply_rope(matrix_f& m, const std::vector<std::size_t>& posit
 }
 
 /// Rotates row r of m for position first_position + r (keys: first_position = 0).
+/// \throws std::invalid_argument as the position-list overload.
 inline rope_record apply_rope(matrix_f& m, std::size_t first_position, const rope_config& c, unsigned threads = 1) {
   std::vector<std::size_t> pos(static_cast<std::size_t>(m.rows()));
   for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = first_position + i;

@@ -1,5 +1,6 @@
-// kvq/inject/rope_row.hpp — the per-row RoPE arithmetic (host and device, no Eigen);
-// the recipe is documented in kvq/inject/rope.hpp.
+/// \file
+/// kvq/inject/rope_row.hpp — the per-row RoPE arithmetic (host and device, no Eigen);
+/// the recipe is documented in kvq/inject/rope.hpp.
 #pragma once
 
 #include <cstddef>
@@ -10,11 +11,18 @@
 namespace kvq {
 namespace inject {
 
+/// How RoPE pairs channels: `half` pairs i with i + rotary_dim/2 (Llama/NeoX
+/// "rotate_half"), `interleaved` pairs 2i with 2i+1 (GPT-J).
 enum class rope_style { half, interleaved };
 
+/// Parameters of a rotary position embedding.
 struct rope_config {
+  /// RoPE base theta (10^4 for Llama-2, 5*10^5 for Llama-3); must be > 1.
   double base = 10000.0;
+  /// Channel pairing.
   rope_style style = rope_style::half;
+  /// Number of rotated channels, even and <= head_dim; 0 means the whole head dimension.
+  /// Channels >= rotary_dim are left untouched (partial rotary).
   std::size_t rotary_dim = 0;  // 0: the whole head dimension (must be even)
 };
 

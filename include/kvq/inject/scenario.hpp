@@ -1,19 +1,20 @@
-// kvq/inject/scenario.hpp — one call that builds Q/K/V with a chosen mix of structures
-// and keeps every record, in a fixed, documented order:
-//
-//   1. Gaussian Q, K, V (generate.hpp)
-//   2. K channel outliers with stage pre_rope
-//   3. RoPE on Q (at the query positions) and K (at positions 0..n-1)
-//   4. K channel outliers with stage post_rope
-//   5. massive activations (post-RoPE: what a KV cache stores); queries neutralized on
-//      those channels by default
-//   6. attention sinks (direction avoids the outlier and massive channels)
-//   7. needles (direction avoids those channels and the sink direction; sinks are not
-//      counted as background)
-//
-// Sinks and needles are built last because their logit gaps are defined on the Q/K the
-// attention sees. The same outlier and massive channels are used for every KV head when
-// given explicitly; random choices are drawn per head (stream = head).
+/// \file
+/// kvq/inject/scenario.hpp — one call that builds Q/K/V with a chosen mix of structures
+/// and keeps every record, in a fixed, documented order:
+///
+///   1. Gaussian Q, K, V (generate.hpp)
+///   2. K channel outliers with stage pre_rope
+///   3. RoPE on Q (at the query positions) and K (at positions 0..n-1)
+///   4. K channel outliers with stage post_rope
+///   5. massive activations (post-RoPE: what a KV cache stores); queries neutralized on
+///      those channels by default
+///   6. attention sinks (direction avoids the outlier and massive channels)
+///   7. needles (direction avoids those channels and the sink direction; sinks are not
+///      counted as background)
+///
+/// Sinks and needles are built last because their logit gaps are defined on the Q/K the
+/// attention sees. The same outlier and massive channels are used for every KV head when
+/// given explicitly; random choices are drawn per head (stream = head).
 #pragma once
 
 #include <cstddef>
@@ -29,35 +30,58 @@
 namespace kvq {
 namespace inject {
 
+/// A needle of a scenario, addressed by global query head (converted to a needle_spec of
+/// the head's GQA group).
 struct scenario_needle {
+  /// Global query head the needle is built for.
   std::size_t q_head = 0;  // global query head
+  /// Query row of that head.
   std::size_t row = 0;     // query row
+  /// First token of the span.
   std::size_t position = 0;
+  /// Number of tokens in the span.
   std::size_t length = 1;
+  /// Logit margin over the background, in logits.
   double margin = 2.0;
+  /// Margin over the background maximum (true) or mean (false).
   bool relative_to_max = true;
 };
 
+/// Which structures build_scenario() injects, with their parameters.
 struct scenario_config {
+  /// Shape, seed and deviations of the Gaussian Q/K/V.
   qkv_config shape;
+  /// RoPE applied to Q and K (default parameters); none when empty.
   std::optional<rope_config> rope = rope_config{};
+  /// K channel outliers (stage chooses before or after RoPE); none when empty.
   std::optional<channel_outlier_config> outliers;
+  /// Massive activations; none when empty.
   std::optional<massive_activation_config> massive;
+  /// Attention sinks; none when empty.
   std::optional<sink_config> sinks;
+  /// Needles (any number, on any query heads).
   std::vector<scenario_needle> needles;
 };
 
 /// What was injected into one KV head (and its query group).
 struct head_record {
+  /// Channel outliers injected, if any.
   std::optional<channel_outlier_record> outliers;
+  /// Massive activations injected, if any.
   std::optional<massive_activation_record> massive;
+  /// Sinks injected, if any.
   std::optional<sink_record> sinks;
+  /// Needles injected; query index = position within the GQA group.
   needle_record needles;  // query index = position within the GQA group
 };
 
+/// Q/K/V with the structures injected, and what was injected per KV head.
 struct scenario {
+  /// The final Q, K, V.
   qkv data;
+  /// RoPE applied (the same for every head), if any.
   std::optional<rope_record> rope;
+  /// One record per KV head.
   std::vector<head_record> heads;  // one per KV head
 
   /// Needle tokens of (global query head, row), sorted; empty when none.
@@ -72,6 +96,9 @@ struct scenario {
   }
 };
 
+/// Builds the scenario in the order of the file description.
+/// \throws std::invalid_argument if a needle names a query head that does not exist, or
+///         from any of the steps (generate_qkv(), apply_rope(), the injectors).
 inline scenario build_scenario(const scenario_config& cfg) {
   scenario sc;
   sc.data = generate_qkv(cfg.shape);
