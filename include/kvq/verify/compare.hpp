@@ -1,14 +1,15 @@
-// kvq/verify/compare.hpp — bit-for-bit comparison of two buffers with a mismatch report.
-//
-// A report holds: the number of elements compared, the number that differ, the first
-// N mismatches (index, the input value if one was given, both elements' bits and both
-// decoded values) and the FNV-1a 64 content hash (kvq/verify/hash.hpp) of each buffer.
-// Elements are compared by their bits (kvq/verify/element.hpp): -0 differs from +0,
-// and two NaNs with different payloads differ.
-//
-// The comparator is streaming: feed it batch after batch (indices continue), which is
-// how the generator -> subject -> reference pipeline (kvq/verify/pipeline.hpp) uses it.
-// Host only; the per-element pieces it uses are KVQ_HD.
+/// \file
+/// kvq/verify/compare.hpp — bit-for-bit comparison of two buffers with a mismatch report.
+///
+/// A report holds: the number of elements compared, the number that differ, the first
+/// N mismatches (index, the input value if one was given, both elements' bits and both
+/// decoded values) and the FNV-1a 64 content hash (kvq/verify/hash.hpp) of each buffer.
+/// Elements are compared by their bits (kvq/verify/element.hpp): -0 differs from +0,
+/// and two NaNs with different payloads differ.
+///
+/// The comparator is streaming: feed it batch after batch (indices continue), which is
+/// how the generator -> subject -> reference pipeline (kvq/verify/pipeline.hpp) uses it.
+/// Host only; the per-element pieces it uses are KVQ_HD.
 #pragma once
 
 #include <cmath>
@@ -27,33 +28,55 @@
 
 namespace kvq::verify {
 
+/// One element that differs between the reference and the subject.
 struct mismatch {
+  /// Flat element index.
   std::size_t index = 0;             // flat element index
+  /// Whether an input value was provided (then `input` is meaningful).
   bool has_input = false;            // an input value was provided
+  /// The value that was converted (when has_input).
   float input = 0.0f;                // the value that was converted (when has_input)
+  /// The reference element's bits (code, scale byte, float bits), right-aligned.
   std::uint64_t expected_bits = 0;   // the reference element (code, scale byte, float bits)
+  /// The subject's element bits.
   std::uint64_t actual_bits = 0;     // the subject's element
+  /// The reference element decoded (when the report has a decoder).
   double expected_value = 0.0;       // decoded (when the report has a decoder)
+  /// The subject's element decoded (when the report has a decoder).
   double actual_value = 0.0;
 };
 
+/// Result of a bit-for-bit comparison of two buffers.
 struct report {
+  /// What was compared, e.g. "codes (e4m3)".
   std::string name;                  // what was compared, e.g. "codes (e4m3)"
+  /// Bits per element, the printing width: 4, 8, 16, 32 or 64 (or the packed width).
   int element_bits = 8;              // bits per element (printing width): 4, 8, 16, 32, 64
+  /// Whether the decoded values of the mismatches are meaningful.
   bool has_values = false;           // decoded values are meaningful
+  /// Number of elements compared.
   std::size_t elements = 0;          // elements compared
+  /// Number of elements that differ.
   std::size_t mismatches = 0;        // elements that differ
+  /// Capacity of `first`.
   std::size_t max_listed = 10;       // capacity of `first`
+  /// The first max_listed mismatches, by increasing index.
   std::vector<mismatch> first;       // the first max_listed mismatches, by index
+  /// FNV-1a 64 of the reference buffer (kvq/verify/hash.hpp).
   std::uint64_t expected_hash = fnv1a64_offset;  // FNV-1a 64 of the reference buffer
+  /// FNV-1a 64 of the subject's buffer.
   std::uint64_t actual_hash = fnv1a64_offset;    // FNV-1a 64 of the subject's buffer
+  /// True if no element differs.
   bool ok() const { return mismatches == 0; }
 };
 
-// Streaming comparison of elements of type T (uint8_t codes, uint16_t, float, double).
+/// Streaming comparison of elements of type T (uint8_t codes, uint16_t, float, double).
+/// Decoder turns an element into a double for the report (no_decoder, code_decoder,
+/// float_decoder, bf16_decoder, fp16_decoder).
 template <class T, class Decoder = no_decoder>
 class comparator {
  public:
+  /// A comparator named `name` that lists at most max_listed mismatches.
   explicit comparator(std::string name, std::size_t max_listed = 10, Decoder dec = {}) : dec_(dec) {
     r_.name = std::move(name);
     r_.element_bits = static_cast<int>(8 * sizeof(T));
@@ -61,7 +84,7 @@ class comparator {
     r_.max_listed = max_listed;
   }
 
-  // Compare n more elements; `input` (may be null) holds the values they came from.
+  /// Compare n more elements; `input` (may be null) holds the values they came from.
   void add(const T* expected, const T* actual, std::size_t n, const float* input = nullptr) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t eb = raw_bits(expected[i]);
@@ -73,9 +96,9 @@ class comparator {
     r_.elements += n;
   }
 
-  // Compare n more codes of `bits` bits each, packed (kvq/verify/element.hpp
-  // unpack_code). The hashes cover the packed bytes; n must be a multiple of 8/bits
-  // except in the last call. (T must be std::uint8_t.)
+  /// Compare n more codes of `bits` bits each, packed (kvq/verify/element.hpp
+  /// unpack_code). The hashes cover the packed bytes; n must be a multiple of 8/bits
+  /// except in the last call. (T must be std::uint8_t.)
   void add_packed(const std::uint8_t* expected, const std::uint8_t* actual, std::size_t n, int bits,
                   const float* input = nullptr) {
     static_assert(sizeof(T) == 1, "packed codes are bytes");
@@ -92,6 +115,7 @@ class comparator {
     r_.elements += n;
   }
 
+  /// The report of everything added so far, with both hashes.
   report result() const {
     report r = r_;
     r.expected_hash = he_.value();
@@ -121,7 +145,9 @@ class comparator {
   fnv1a64 he_, ha_;
 };
 
-// One-shot comparisons.
+/// One-shot comparisons.
+/// Compares n elements of two buffers; `input` (may be null) holds the values they came
+/// from. Equivalent to one comparator::add().
 template <class T, class Decoder = no_decoder>
 report compare(const T* expected, const T* actual, std::size_t n, std::string name = "buffer", Decoder dec = {},
                const float* input = nullptr, std::size_t max_listed = 10) {
@@ -130,7 +156,9 @@ report compare(const T* expected, const T* actual, std::size_t n, std::string na
   return c.result();
 }
 
-// Codes of format F, one per byte (right-aligned).
+/// Codes of format F, one per byte (right-aligned).
+/// Compares n codes of format F; decoded values use F; the report is named
+/// "codes (<format>)".
 template <class F>
 report compare_codes(const std::uint8_t* expected, const std::uint8_t* actual, std::size_t n,
                      const float* input = nullptr, std::size_t max_listed = 10) {
@@ -138,7 +166,8 @@ report compare_codes(const std::uint8_t* expected, const std::uint8_t* actual, s
                  max_listed);
 }
 
-// n codes of format F packed `bits` per code (4: two per byte, low nibble first).
+/// n codes of format F packed `bits` per code (4: two per byte, low nibble first).
+/// The report is named "codes (<format>, packed)"; see comparator::add_packed().
 template <class F>
 report compare_packed_codes(const std::uint8_t* expected, const std::uint8_t* actual, std::size_t n, int bits,
                             const float* input = nullptr, std::size_t max_listed = 10) {
@@ -183,9 +212,9 @@ inline std::string element(std::uint64_t bits, double value, const report& r) {
 }
 }  // namespace detail
 
-// Prints the report: a summary line, the listed mismatches as an aligned table (with
-// the row-major position when a shape with two or more dimensions is given) and the
-// two hashes.
+/// Prints the report: a summary line, the listed mismatches as an aligned table (with
+/// the row-major position when a shape with two or more dimensions is given) and the
+/// two hashes.
 inline void print(std::ostream& os, const report& r, const std::vector<std::size_t>& shape = {}) {
   os << r.name << ": " << r.mismatches << " of " << r.elements << " elements differ\n";
   if (!r.first.empty()) {
@@ -224,6 +253,7 @@ inline void print(std::ostream& os, const report& r, const std::vector<std::size
      << detail::hex_bits(r.actual_hash, 64) << "\n";
 }
 
+/// The text print() writes.
 inline std::string to_string(const report& r, const std::vector<std::size_t>& shape = {}) {
   std::ostringstream s;
   print(s, r, shape);

@@ -1,29 +1,30 @@
-// kvq/verify/explain.hpp — why a kernel's block-scaled codes differ from kvq's: for
-// every mismatching element the block it belongs to, what the recipe computed on the
-// way (block amax, the fp32 scale before its cast, the scaled element before its
-// cast) and both sides' scales, codes and values; and a class per mismatch:
-//
-//   scale    the block's stored scale differs. Its code mismatches are consequences of
-//            the wrong scale and are counted under that scale mismatch, not as element
-//            errors (fix the scale first). Example: a kernel computing
-//            bamax / 6 * S_enc instead of TransformerEngine's bamax * (S_enc * (1/6))
-//            (core_nvfp4.cuh) rounds an exact e4m3 tie the other way.
-//   element  the block's scale is the same but the code differs: a genuine element
-//            rounding error (ties away instead of to even, a wrong nibble order, ...).
-//   nan      both sides decode to NaN and only the bits (payload, sign) differ.
-//
-// Host-only. The recipe's own quantize_block computes the reference, with a
-// kvq::block::block_trace recording its intermediate values (the same bits as
-// kvq::block::quantize). From C++:
-//
-//   const auto e = kvq::verify::explain<kvq::block::nvfp4_te>({}, x, n, row_len,
-//                      kvq::block::tensor_value::computed(), kernel_codes, kernel_scales);
-//   kvq::verify::print(std::cout, e);                 // summary by class, first rows
-//   kvq::verify::write_mismatch_csv("mismatches.csv", e);
-//
-// kernel_codes holds one code per element (unpack 4-bit codes first, low nibble =
-// even element, kvq/block/api.hpp's packing); kernel_scales one scale per block,
-// row-major (un-swizzle first: kvq/verify/scale_layout.hpp).
+/// \file
+/// kvq/verify/explain.hpp — why a kernel's block-scaled codes differ from kvq's: for
+/// every mismatching element the block it belongs to, what the recipe computed on the
+/// way (block amax, the fp32 scale before its cast, the scaled element before its
+/// cast) and both sides' scales, codes and values; and a class per mismatch:
+///
+///   scale    the block's stored scale differs. Its code mismatches are consequences of
+///            the wrong scale and are counted under that scale mismatch, not as element
+///            errors (fix the scale first). Example: a kernel computing
+///            bamax / 6 * S_enc instead of TransformerEngine's bamax * (S_enc * (1/6))
+///            (core_nvfp4.cuh) rounds an exact e4m3 tie the other way.
+///   element  the block's scale is the same but the code differs: a genuine element
+///            rounding error (ties away instead of to even, a wrong nibble order, ...).
+///   nan      both sides decode to NaN and only the bits (payload, sign) differ.
+///
+/// Host-only. The recipe's own quantize_block computes the reference, with a
+/// kvq::block::block_trace recording its intermediate values (the same bits as
+/// kvq::block::quantize). From C++:
+///
+///   const auto e = kvq::verify::explain<kvq::block::nvfp4_te>({}, x, n, row_len,
+///                      kvq::block::tensor_value::computed(), kernel_codes, kernel_scales);
+///   kvq::verify::print(std::cout, e);                 // summary by class, first rows
+///   kvq::verify::write_mismatch_csv("mismatches.csv", e);
+///
+/// kernel_codes holds one code per element (unpack 4-bit codes first, low nibble =
+/// even element, kvq/block/api.hpp's packing); kernel_scales one scale per block,
+/// row-major (un-swizzle first: kvq/verify/scale_layout.hpp).
 #pragma once
 
 #include <cstddef>
@@ -44,8 +45,12 @@
 
 namespace kvq::verify {
 
+/// Class of a mismatch (see the file description): `scale` (the block's stored scale
+/// differs), `element` (same scale, different code), `nan` (both decode to NaN, only the
+/// bits differ).
 enum class mismatch_class : unsigned char { scale, element, nan };
 
+/// "scale", "element" or "nan".
 inline const char* to_string(mismatch_class c) noexcept {
   return c == mismatch_class::scale ? "scale" : c == mismatch_class::element ? "element" : "nan";
 }
@@ -53,42 +58,113 @@ inline const char* to_string(mismatch_class c) noexcept {
 /// One mismatching element. Scale codes are the stored bits (uint8 codes, or the fp32
 /// bit pattern of float scales); scale values are decoded.
 struct element_mismatch {
+  /// Flat element index.
   std::size_t index = 0;                         // flat element index
+  /// \var block
+  /// Flat block index.
+  /// \var block_row
+  /// Row of the block (index / row_len).
+  /// \var block_col
+  /// Block within its row.
   std::size_t block = 0, block_row = 0, block_col = 0;  // block, and its row / block within the row
+  /// Class of the mismatch.
   mismatch_class cls = mismatch_class::element;
+  /// The element as the recipe loaded it.
   float input = 0.0f;            // x as the recipe loaded it
+  /// kvq's block amax.
   float block_amax = 0.0f;       // kvq's
+  /// kvq's fp32 scale before the scale-format cast.
   float unrounded_scale = 0.0f;  // kvq's fp32 scale before the scale-format cast
+  /// \var want_scale_code
+  /// kvq's stored scale bits.
+  /// \var got_scale_code
+  /// The kernel's stored scale bits (kvq's when the scheme has no block scales).
   std::uint32_t want_scale_code = 0, got_scale_code = 0;
+  /// \var want_scale
+  /// kvq's scale, decoded (the unrounded scale when the scheme has no block scales).
+  /// \var got_scale
+  /// The kernel's scale, decoded.
   float want_scale = 0.0f, got_scale = 0.0f;  // decoded: kvq's, the kernel's
+  /// kvq's element before its cast (x times the inverse scale).
   float scaled = 0.0f;           // kvq's element before its cast (x * inverse scale)
+  /// \var want_code
+  /// kvq's code.
+  /// \var got_code
+  /// The kernel's code.
   std::uint32_t want_code = 0, got_code = 0;
+  /// \var want_value
+  /// kvq's code decoded.
+  /// \var got_value
+  /// The kernel's code decoded (NaN when it has bits outside the format's width).
   float want_value = 0.0f, got_value = 0.0f;  // decoded element codes
 };
 
 /// One block whose scale differs.
 struct scale_mismatch {
+  /// \var block
+  /// Flat block index.
+  /// \var block_row
+  /// Row of the block.
+  /// \var block_col
+  /// Block within its row.
   std::size_t block = 0, block_row = 0, block_col = 0;
+  /// Both scales decode to NaN (counted under explanation::nan_scales).
   bool nan_only = false;  // both scales decode to NaN
+  /// \var block_amax
+  /// kvq's block amax.
+  /// \var unrounded_scale
+  /// kvq's fp32 scale before the scale-format cast.
   float block_amax = 0.0f, unrounded_scale = 0.0f;
+  /// \var want_scale_code
+  /// kvq's stored scale bits.
+  /// \var got_scale_code
+  /// The kernel's stored scale bits.
   std::uint32_t want_scale_code = 0, got_scale_code = 0;
+  /// \var want_scale
+  /// kvq's scale, decoded.
+  /// \var got_scale
+  /// The kernel's scale, decoded.
   float want_scale = 0.0f, got_scale = 0.0f;
+  /// Number of code mismatches in this block (its consequences, class scale).
   std::size_t code_mismatches = 0;  // its consequent code mismatches
 };
 
+/// Everything explain() found, with a summary by class.
 struct explanation {
+  /// Scheme name (S::name).
   std::string scheme;
+  /// \var elements
+  /// Number of elements compared.
+  /// \var blocks
+  /// Number of blocks.
+  /// \var block_size
+  /// Elements per block.
+  /// \var blocks_per_row
+  /// Blocks per row (row_len / block_size).
   std::size_t elements = 0, blocks = 0, block_size = 0, blocks_per_row = 0;
+  /// \var has_scales
+  /// The scheme stores block scales.
+  /// \var float_scales
+  /// The block scales are fp32 (scale codes are then fp32 bit patterns).
   bool has_scales = false, float_scales = false;
+  /// Bits per stored element code.
   int element_bits = 8;
+  /// Every mismatching element, by index.
   std::vector<element_mismatch> elements_listed;  // every mismatching element, by index
+  /// Every block whose scale differs.
   std::vector<scale_mismatch> scales_listed;      // every block whose scale differs
   // Summary by class.
+  /// Blocks whose scale differs, not counting the NaN-only ones (those are nan_scales).
   std::size_t scale_blocks = 0;       // blocks whose scale differs (NaN-only ones under nan_scales)
+  /// Code mismatches in those blocks (class scale).
   std::size_t scale_consequences = 0; // code mismatches in those blocks (class scale)
+  /// Code mismatches of class element.
   std::size_t element_errors = 0;     // class element
+  /// Code mismatches of class nan.
   std::size_t nan_codes = 0;          // class nan (codes)
+  /// Blocks whose scales differ only in NaN bits.
   std::size_t nan_scales = 0;         // scales differing only in NaN bits
+  /// True if no element and no scale differs.
   bool ok() const { return elements_listed.empty() && scales_listed.empty(); }
 };
 

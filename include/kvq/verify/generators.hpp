@@ -1,10 +1,11 @@
-// kvq/verify/generators.hpp — input generators for the verification pipeline, in the
-// spirit of TestFloat: every float bit pattern, counter-based random inputs, and the
-// edge cases of a target format.
-//
-// A generator is any object with `std::size_t next(float* out, std::size_t cap)` that
-// writes up to cap inputs and returns how many (0 = exhausted). All generators here are
-// deterministic: the same arguments give the same sequence on every platform.
+/// \file
+/// kvq/verify/generators.hpp — input generators for the verification pipeline, in the
+/// spirit of TestFloat: every float bit pattern, counter-based random inputs, and the
+/// edge cases of a target format.
+///
+/// A generator is any object with `std::size_t next(float* out, std::size_t cap)` that
+/// writes up to cap inputs and returns how many (0 = exhausted). All generators here are
+/// deterministic: the same arguments give the same sequence on every platform.
 #pragma once
 
 #include <algorithm>
@@ -22,21 +23,24 @@
 
 namespace kvq::verify {
 
-// Every float whose bit pattern lies in [first, last) (default: all 2^32), in
-// increasing bit-pattern order.
+/// Every float whose bit pattern lies in [first, last) (default: all 2^32), in
+/// increasing bit-pattern order.
 class exhaustive_floats {
  public:
+  /// \throws std::invalid_argument if first > last or last > 2^32.
   explicit exhaustive_floats(std::uint64_t first = 0, std::uint64_t last = std::uint64_t{1} << 32)
       : next_(first), last_(last) {
     if (first > last || last > (std::uint64_t{1} << 32))
       throw std::invalid_argument("exhaustive_floats: range [" + std::to_string(first) + ", " + std::to_string(last) +
                                   ") is not within [0, 2^32]");
   }
+  /// Writes the next up to cap floats to out; returns how many (0 when exhausted).
   std::size_t next(float* out, std::size_t cap) {
     std::size_t k = 0;
     while (k < cap && next_ < last_) out[k++] = kvq::bit_cast<float>(static_cast<std::uint32_t>(next_++));
     return k;
   }
+  /// Number of floats not yet produced.
   std::uint64_t remaining() const { return last_ - next_; }
 
  private:
@@ -56,17 +60,23 @@ constexpr std::uint64_t draw(std::uint64_t seed, std::uint64_t i) noexcept {
 }
 }  // namespace detail
 
-// `count` floats. Mode bits: uniformly random bit patterns (all exponents, NaN and Inf
-// included). Mode range: uniform in [lo, hi) (a 53-bit uniform in double, scaled, then
-// rounded to float once).
+/// `count` floats. Mode bits: uniformly random bit patterns (all exponents, NaN and Inf
+/// included). Mode range: uniform in [lo, hi) (a 53-bit uniform in double, scaled, then
+/// rounded to float once).
 class random_floats {
  public:
+  /// `count` uniformly random float bit patterns (NaN and infinities included): draw i is
+  /// the high 32 bits of splitmix64(splitmix64(seed + golden) ^ (i * c + 1)).
   static random_floats bits(std::uint64_t seed, std::uint64_t count) { return random_floats(seed, count, true, 0, 0); }
+  /// `count` floats uniform in [lo, hi): a 53-bit uniform u in [0, 1), then lo + u (hi - lo)
+  /// in double, rounded once to float.
+  /// \throws std::invalid_argument unless lo and hi are finite and lo < hi.
   static random_floats range(std::uint64_t seed, std::uint64_t count, double lo, double hi) {
     if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
       throw std::invalid_argument("random_floats::range: need finite lo < hi");
     return random_floats(seed, count, false, lo, hi);
   }
+  /// Writes the next up to cap floats to out; returns how many (0 when exhausted).
   std::size_t next(float* out, std::size_t cap) {
     std::size_t k = 0;
     while (k < cap && i_ < count_) {
@@ -89,15 +99,18 @@ class random_floats {
   double lo_, hi_;
 };
 
-// A fixed list of floats.
+/// A fixed list of floats.
 class list_floats {
  public:
+  /// Produces the values of v in order.
   explicit list_floats(std::vector<float> v) : v_(std::move(v)) {}
+  /// Writes the next up to cap floats to out; returns how many (0 when exhausted).
   std::size_t next(float* out, std::size_t cap) {
     std::size_t k = 0;
     while (k < cap && i_ < v_.size()) out[k++] = v_[i_++];
     return k;
   }
+  /// The whole list.
   const std::vector<float>& values() const { return v_; }
 
  private:
@@ -105,15 +118,15 @@ class list_floats {
   std::size_t i_ = 0;
 };
 
-// The edge cases of format F as floats, each with both signs, sorted by bit pattern
-// and without duplicates:
-//  - float specials: ±0, ±inf, quiet and signalling NaNs with payloads, ±FLT_MAX,
-//    ±FLT_MIN, ±the smallest and largest float subnormals;
-//  - every finite value of F and its float neighbours (nextafter up and down);
-//  - every midpoint between adjacent values of F (the round-to-nearest ties) and its
-//    float neighbours;
-//  - the overflow boundary max + ulp/2 (and neighbours), 2 max; half the smallest
-//    nonzero value (the tie with 0) and its neighbours, a quarter of it.
+/// The edge cases of format F as floats, each with both signs, sorted by bit pattern
+/// and without duplicates:
+///  - float specials: ±0, ±inf, quiet and signalling NaNs with payloads, ±FLT_MAX,
+///    ±FLT_MIN, ±the smallest and largest float subnormals;
+///  - every finite value of F and its float neighbours (nextafter up and down);
+///  - every midpoint between adjacent values of F (the round-to-nearest ties) and its
+///    float neighbours;
+///  - the overflow boundary max + ulp/2 (and neighbours), 2 max; half the smallest
+///    nonzero value (the tie with 0) and its neighbours, a quarter of it.
 template <class F>
 std::vector<float> edge_case_values() {
   using T = format_of_t<F>;
@@ -165,6 +178,7 @@ std::vector<float> edge_case_values() {
   return v;
 }
 
+/// A generator over edge_case_values<F>().
 template <class F>
 list_floats edge_cases() {
   return list_floats(edge_case_values<F>());

@@ -1,50 +1,51 @@
-// kvq/verify/npy_verify.hpp — the command-line verifier for kernel authors who work
-// from Python: read a .npy input and the kernel's dumped codes (and block scales),
-// quantize the input with a named kvq scheme, compare bit for bit and print a
-// mismatch report.
-//
-//   kvq-npy-verify --scheme NAME --input X.npy --codes C.npy [--scales S.npy]
-//                  [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv] [options]
-//   kvq-npy-verify --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]
-//   kvq-npy-verify --list-schemes | --help
-//
-// Exit status: 0 everything matches, 1 something differs (the report says which
-// elements), 2 bad usage or bad input (one line on stderr naming the problem).
-//
-// Files (all C order, little-endian; see kvq/verify/npy.hpp for what the reader accepts):
-//   input   '<f4' float32, '<f2' float16 or '<u2' bfloat16 bits, any shape. Element
-//           schemes widen 16-bit inputs to float exactly; block schemes read them with
-//           the recipe's bf16/fp16 input path (kvq::block::bf16_input / fp16_input).
-//   codes   '|u1'. Element schemes: one code per element, right-aligned, or for 4-bit
-//           formats two per byte (element 2i in the low nibble, the cvt...e2m1x2 packing).
-//           Block schemes: the packed buffer of kvq/block/api.hpp (4-bit elements two per
-//           byte, low nibble first; 8-bit one per byte), or for 4-bit elements one code
-//           per byte. The layout is recognised from the byte count.
-//   scales  block schemes with block scales: one per block of consecutive elements of
-//           the flattened input, row-major: '|u1' scale codes (NVFP4: e4m3, MX: ue8m0)
-//           or '<f4' (fp8_per_token_head). With --scale-layout swizzled128x4 the uint8
-//           scales are cuBLAS / TransformerEngine's 128x4 tiles (kvq/verify/scale_layout.hpp)
-//           of the rows x blocks-per-row scale matrix, padded, any shape.
-//   Signed bytes ('|i1', a torch.int8 or np.int8 view) are rejected: pass
-//   .view(torch.uint8) / .view(np.uint8).
-//
-// When a block scheme differs, the result also explains every mismatch
-// (kvq/verify/explain.hpp): block, block amax, the scale before and after rounding on
-// both sides, the scaled element, both codes, and the class scale / element / nan
-// (code mismatches in a block whose scale differs count under that scale).
-//
-// Element schemes (kvq::encode; --rounding rn|rz|ru|rd|rna, --overflow satfinite|nosat):
-//   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0
-// Block schemes (kvq/block.hpp recipes; --tensor-value V gives the recipe's fp32 tensor
-// value — TE: the tensor amax; vLLM: k_scale; torchao two-level: per_tensor_scale —
-// otherwise the scheme's rule of the registry, kvq/kv/registry.hpp: 1.0 for fp8_e4m3 /
-// fp8_e5m2, else computed from the input as the recipe does): every registry scheme whose
-// format is a block recipe without zero points (nvfp4_*, mxfp*_{floor,rceil,rceil_torchao},
-// fp8_e4m3, fp8_e4m3_cal, fp8_e5m2, fp8_e5m2_cal, fp8_per_token_head with block = the
-// input's last dimension), by canonical name or alias.
-//
-// The command-line program (tools/kvq/verify_cli.hpp: kvq verify and kvq-npy-verify) wraps
-// npy_verify and npy_make_example.
+/// \file
+/// kvq/verify/npy_verify.hpp — the command-line verifier for kernel authors who work
+/// from Python: read a .npy input and the kernel's dumped codes (and block scales),
+/// quantize the input with a named kvq scheme, compare bit for bit and print a
+/// mismatch report.
+///
+///   kvq-npy-verify --scheme NAME --input X.npy --codes C.npy [--scales S.npy]
+///                  [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv] [options]
+///   kvq-npy-verify --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]
+///   kvq-npy-verify --list-schemes | --help
+///
+/// Exit status: 0 everything matches, 1 something differs (the report says which
+/// elements), 2 bad usage or bad input (one line on stderr naming the problem).
+///
+/// Files (all C order, little-endian; see kvq/verify/npy.hpp for what the reader accepts):
+///   input   '<f4' float32, '<f2' float16 or '<u2' bfloat16 bits, any shape. Element
+///           schemes widen 16-bit inputs to float exactly; block schemes read them with
+///           the recipe's bf16/fp16 input path (kvq::block::bf16_input / fp16_input).
+///   codes   '|u1'. Element schemes: one code per element, right-aligned, or for 4-bit
+///           formats two per byte (element 2i in the low nibble, the cvt...e2m1x2 packing).
+///           Block schemes: the packed buffer of kvq/block/api.hpp (4-bit elements two per
+///           byte, low nibble first; 8-bit one per byte), or for 4-bit elements one code
+///           per byte. The layout is recognised from the byte count.
+///   scales  block schemes with block scales: one per block of consecutive elements of
+///           the flattened input, row-major: '|u1' scale codes (NVFP4: e4m3, MX: ue8m0)
+///           or '<f4' (fp8_per_token_head). With --scale-layout swizzled128x4 the uint8
+///           scales are cuBLAS / TransformerEngine's 128x4 tiles (kvq/verify/scale_layout.hpp)
+///           of the rows x blocks-per-row scale matrix, padded, any shape.
+///   Signed bytes ('|i1', a torch.int8 or np.int8 view) are rejected: pass
+///   .view(torch.uint8) / .view(np.uint8).
+///
+/// When a block scheme differs, the result also explains every mismatch
+/// (kvq/verify/explain.hpp): block, block amax, the scale before and after rounding on
+/// both sides, the scaled element, both codes, and the class scale / element / nan
+/// (code mismatches in a block whose scale differs count under that scale).
+///
+/// Element schemes (kvq::encode; --rounding rn|rz|ru|rd|rna, --overflow satfinite|nosat):
+///   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0
+/// Block schemes (kvq/block.hpp recipes; --tensor-value V gives the recipe's fp32 tensor
+/// value — TE: the tensor amax; vLLM: k_scale; torchao two-level: per_tensor_scale —
+/// otherwise the scheme's rule of the registry, kvq/kv/registry.hpp: 1.0 for fp8_e4m3 /
+/// fp8_e5m2, else computed from the input as the recipe does): every registry scheme whose
+/// format is a block recipe without zero points (nvfp4_*, mxfp*_{floor,rceil,rceil_torchao},
+/// fp8_e4m3, fp8_e4m3_cal, fp8_e5m2, fp8_e5m2_cal, fp8_per_token_head with block = the
+/// input's last dimension), by canonical name or alias.
+///
+/// The command-line program (tools/kvq/verify_cli.hpp: kvq verify and kvq-npy-verify) wraps
+/// npy_verify and npy_make_example.
 #pragma once
 
 #include <cstddef>
@@ -72,34 +73,61 @@
 
 namespace kvq::verify {
 
+/// What npy_verify() checks: the scheme, the three .npy paths and the options.
 struct npy_verify_request {
+  /// Scheme name: an element format (e4m3, ...) or a registry block scheme, by canonical
+  /// name or alias.
   std::string scheme = "e4m3";
+  /// \var input
+  /// Path of the input .npy (float32, float16, or bfloat16 bits as uint16).
+  /// \var codes
+  /// Path of the kernel's codes .npy (uint8).
+  /// \var scales
+  /// Path of the kernel's block scales .npy; only for block schemes with block scales
+  /// (empty: scales are not compared).
   std::string input, codes, scales;  // .npy paths (scales: block schemes with block scales)
+  /// Rounding of element schemes.
   rounding r = rounding::nearest_even;  // element schemes
+  /// Overflow policy of element schemes.
   overflow o = overflow::satfinite;     // element schemes
+  /// Block schemes with a tensor value: use tensor_value instead of computing it.
   bool has_tensor_value = false;        // block schemes with a tensor value: given, not computed
+  /// The recipe's fp32 tensor value when has_tensor_value.
   float tensor_value = 1.0f;
+  /// Mismatches listed per report.
   std::size_t max_listed = 10;
-  // Where the scales file keeps its uint8 block scales (kvq/verify/scale_layout.hpp):
-  // row-major, or cuBLAS / TransformerEngine's swizzled 128x4 tiles of the scale matrix
-  // (rows = the input's rows, columns = blocks per row), un-swizzled before comparing.
+  /// Where the scales file keeps its uint8 block scales (kvq/verify/scale_layout.hpp):
+  /// row-major, or cuBLAS / TransformerEngine's swizzled 128x4 tiles of the scale matrix
+  /// (rows = the input's rows, columns = blocks per row), un-swizzled before comparing.
   scale_layout layout = scale_layout::row_major;
 };
 
+/// Reports of npy_verify(), and the explanation of block-scheme mismatches.
 struct npy_verify_result {
+  /// Canonical scheme name.
   std::string scheme;
+  /// Shape of the input.
   std::vector<std::size_t> shape;        // of the input
+  /// Shape of the scale matrix (rows, blocks per row), for the report's positions.
   std::vector<std::size_t> scale_shape;  // positions of the scales (blocks per row), for the report
+  /// Comparison of the codes.
   report codes;
+  /// Whether scales were compared (`scales` is meaningful).
   bool has_scales = false;
+  /// Comparison of the block scales.
   report scales;
+  /// The scheme has a tensor value (then tensor_value is the one used).
   bool has_tensor_value = false;  // the scheme has a tensor value ...
+  /// The tensor value was given in the request, not computed from the input.
   bool tensor_value_given = false;
+  /// The tensor value used.
   float tensor_value = 0.0f;      // ... and this is the one used
-  // Block schemes with a difference: every mismatch explained and classified
-  // (kvq/verify/explain.hpp: block, amax, scales before and after rounding, scaled element).
+  /// Block schemes with a difference: every mismatch explained and classified
+  /// (kvq/verify/explain.hpp: block, amax, scales before and after rounding, scaled element).
   bool has_explanation = false;
+  /// The explanation (when has_explanation).
   explanation explained;
+  /// True if the codes and (when compared) the scales match.
   bool ok() const { return codes.ok() && (!has_scales || scales.ok()); }
 };
 
@@ -467,9 +495,9 @@ inline float parse_float(const std::string& opt, const std::string& v) {
 
 }  // namespace detail
 
-// Quantizes the input file with the scheme and compares with the codes (and scales)
-// files. Throws std::invalid_argument (bad scheme, files, shapes) or
-// std::runtime_error (I/O).
+/// Quantizes the input file with the scheme and compares with the codes (and scales)
+/// files. Throws std::invalid_argument (bad scheme, files, shapes) or
+/// std::runtime_error (I/O).
 inline npy_verify_result npy_verify(const npy_verify_request& req) {
   const detail::scheme_entry& s = detail::require_scheme(req.scheme);
   if (!s.has_scales && !req.scales.empty())
@@ -493,12 +521,16 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
   return s.verify(io);
 }
 
-// Writes DIR/input.npy (float32, rows x cols: the element format's edge cases, then
-// counter-based random values over a wide range), DIR/codes.npy (kvq's codes; 4-bit
-// codes packed two per byte) and, for schemes with block scales, DIR/scales.npy.
-// Returns the command line that verifies them (without the program name).
-// layout: how DIR/scales.npy keeps uint8 block scales (swizzled128x4: a flat buffer of
-// the padded 128x4 tiles, kvq/verify/scale_layout.hpp).
+/// Writes DIR/input.npy (float32, rows x cols: the element format's edge cases, then
+/// counter-based random values over a wide range), DIR/codes.npy (kvq's codes; 4-bit
+/// codes packed two per byte) and, for schemes with block scales, DIR/scales.npy.
+/// Returns the command line that verifies them (without the program name).
+/// layout: how DIR/scales.npy keeps uint8 block scales (swizzled128x4: a flat buffer of
+/// the padded 128x4 tiles, kvq/verify/scale_layout.hpp).
+/// \throws std::invalid_argument for an unknown scheme, rows or cols of 0, odd cols for
+///         4-bit codes, cols not a multiple of the scheme's fixed block size, or a
+///         swizzled layout for a scheme without uint8 block scales; std::runtime_error or
+///         a filesystem error on I/O failure.
 inline std::string npy_make_example(const std::string& dir, const std::string& scheme, std::size_t rows = 8,
                                     std::size_t cols = 64, std::uint64_t seed = 1,
                                     scale_layout layout = scale_layout::row_major) {
