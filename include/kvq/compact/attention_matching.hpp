@@ -1,42 +1,43 @@
-// kvq/compact/attention_matching.hpp — KV compaction by Attention Matching (Zweiger,
-// Fu, Guo, Kim, "Fast KV Compaction via Attention Matching", arXiv 2602.16284, sec. 3).
-//
-// For reference queries q_1..q_m with original scores s_it = q_i . k_t / sqrt(d), a
-// compacted cache (C_k, beta, C_v) of t keys should preserve, for every q_i,
-//
-//   the attention mass   sum_j exp(q_i . C_k[j] / sqrt(d) + beta_j) = sum_t exp(s_it)     (1)
-//   the output           sum_j softmax_j(...) C_v[j]               = sum_t p_it v_t     (2)
-//
-// so that the compacted block mixes with any other tokens exactly as the original
-// block would. The keys are a subset of the original keys; then (1) is linear in
-// w_j = exp(beta_j) >= 0 and (2) is linear in C_v:
-//
-//   beta:  min_{w >= 0} || A w - b ||_2,  A_ij = exp(s_i,kept_j - M_i),
-//          b_i = sum_t exp(s_it - M_i),    M_i = max_t s_it                (NNLS)
-//   C_v:   min || X C_v - Y ||_F^2 + lambda || C_v - V_kept ||_F^2,
-//          X_ij = softmax_j(s_i,kept + beta) with the stored float beta, Y = P V
-//
-// (the shift M_i scales row i of (1) by exp(-M_i), which keeps the masses in [0, n]
-// without changing the problem's solution per query; it weights queries by their
-// normalised rather than absolute mass, as the reference code does).
-//
-// Key selection (the paper's two variants):
-//   * highest RMS attention: score_t = sqrt(mean_i p_it^2), the `budget` best tokens;
-//   * orthogonal matching pursuit on (1): r = b; repeat budget times: pick the unselected
-//     column j of the full mass matrix E_it = exp(s_it - M_i) maximising <E_j, r>
-//     (ties: lowest j), refit w on the selected columns by NNLS, r = b - E_S w.
-//
-// Safeguards (documented in docs/compaction.md):
-//   * a fitted weight at or below `weight_floor` (NNLS puts redundant keys at exactly 0)
-//     is raised to it, beta = log(floor); counted in diagnostics.clamped_weights;
-//   * the value fit carries a ridge toward the kept tokens' own values, lambda =
-//     value_ridge * ||X||_F^2 / t (scale-free), solved as the augmented least-squares
-//     system [X; sqrt(lambda) I] C = [Y; sqrt(lambda) V_kept] by column-pivoting QR
-//     (no normal equations); if that system is rank-deficient (possible only with
-//     value_ridge = 0) or the solution is not finite, the kept tokens' original values
-//     are used and diagnostics.value_fallbacks = 1.
-// Every loop runs in a fixed order and nothing is threaded: the result is
-// deterministic.
+/// \file
+/// kvq/compact/attention_matching.hpp — KV compaction by Attention Matching (Zweiger,
+/// Fu, Guo, Kim, "Fast KV Compaction via Attention Matching", arXiv 2602.16284, sec. 3).
+///
+/// For reference queries q_1..q_m with original scores s_it = q_i . k_t / sqrt(d), a
+/// compacted cache (C_k, beta, C_v) of t keys should preserve, for every q_i,
+///
+///   the attention mass   sum_j exp(q_i . C_k[j] / sqrt(d) + beta_j) = sum_t exp(s_it)     (1)
+///   the output           sum_j softmax_j(...) C_v[j]               = sum_t p_it v_t     (2)
+///
+/// so that the compacted block mixes with any other tokens exactly as the original
+/// block would. The keys are a subset of the original keys; then (1) is linear in
+/// w_j = exp(beta_j) >= 0 and (2) is linear in C_v:
+///
+///   beta:  min_{w >= 0} || A w - b ||_2,  A_ij = exp(s_i,kept_j - M_i),
+///          b_i = sum_t exp(s_it - M_i),    M_i = max_t s_it                (NNLS)
+///   C_v:   min || X C_v - Y ||_F^2 + lambda || C_v - V_kept ||_F^2,
+///          X_ij = softmax_j(s_i,kept + beta) with the stored float beta, Y = P V
+///
+/// (the shift M_i scales row i of (1) by exp(-M_i), which keeps the masses in [0, n]
+/// without changing the problem's solution per query; it weights queries by their
+/// normalised rather than absolute mass, as the reference code does).
+///
+/// Key selection (the paper's two variants):
+///   * highest RMS attention: score_t = sqrt(mean_i p_it^2), the `budget` best tokens;
+///   * orthogonal matching pursuit on (1): r = b; repeat budget times: pick the unselected
+///     column j of the full mass matrix E_it = exp(s_it - M_i) maximising <E_j, r>
+///     (ties: lowest j), refit w on the selected columns by NNLS, r = b - E_S w.
+///
+/// Safeguards (documented in docs/compaction.md):
+///   * a fitted weight at or below `weight_floor` (NNLS puts redundant keys at exactly 0)
+///     is raised to it, beta = log(floor); counted in diagnostics.clamped_weights;
+///   * the value fit carries a ridge toward the kept tokens' own values, lambda =
+///     value_ridge * ||X||_F^2 / t (scale-free), solved as the augmented least-squares
+///     system [X; sqrt(lambda) I] C = [Y; sqrt(lambda) V_kept] by column-pivoting QR
+///     (no normal equations); if that system is rank-deficient (possible only with
+///     value_ridge = 0) or the solution is not finite, the kept tokens' original values
+///     are used and diagnostics.value_fallbacks = 1.
+/// Every loop runs in a fixed order and nothing is threaded: the result is
+/// deterministic.
 #pragma once
 
 #include <algorithm>
@@ -58,9 +59,13 @@
 namespace kvq {
 namespace compact {
 
+/// Key selection of Attention Matching: highest RMS attention, or orthogonal matching
+/// pursuit on the mass equation (1) (see the file description).
 enum class key_selection { highest_rms_attention, orthogonal_matching_pursuit };
 
+/// Options of the Attention Matching compaction.
 struct attention_matching_options {
+  /// How the kept keys are chosen.
   key_selection selection = key_selection::highest_rms_attention;
   double weight_floor = 1e-12;  ///< w = exp(beta) floor (beta >= log(floor) ~ -27.6)
   double value_ridge = 1e-8;    ///< relative ridge of the value fit (0: plain least squares)
@@ -75,6 +80,8 @@ struct attention_targets {
   matrix_d weights;    ///< P (m x n): original softmax weights
 };
 
+/// E, b, Y and P of the original cache on the reference queries (reference double
+/// attention of compact/reference.hpp, no biases). No argument checks.
 inline attention_targets make_targets(const matrix_f& keys, const matrix_f& values, const matrix_f& queries) {
   attention_targets t;
   const matrix_d s = attention_scores(queries, keys);
@@ -180,8 +187,11 @@ inline void check_options(const attention_matching_options& opt) {
 struct mass_fit {
   fit_vector weight;        ///< w after the floor
   std::vector<float> beta;  ///< float(log w), as stored
+  /// ||A w - b|| / ||b|| with the floored w (||A w - b|| when b = 0).
   double relative_residual = 0.0;
+  /// Outer iterations of the NNLS.
   int iterations = 0;
+  /// Number of weights raised to the floor.
   int clamped = 0;
 };
 
@@ -209,8 +219,12 @@ inline mass_fit fit_mass(const matrix_d& kept_mass, const fit_vector& total, con
 /// The refitted values of kept keys.
 struct value_fit {
   matrix_f values;  ///< t x d, float
+  /// Numerical rank of the (ridge-augmented) system.
   int rank = 0;
+  /// Column count t of the system.
   int columns = 0;
+  /// True when the system was rank-deficient or the solution not finite (in double or
+  /// in float); `values` are then the kept tokens' original values.
   bool fallback = false;
 };
 

@@ -1,6 +1,7 @@
-// kvq/compact/budget.hpp — token budgets from compaction ratios, and the argument
-// checks shared by the compaction entry points (host API: they throw
-// std::invalid_argument naming the problem).
+/// \file
+/// kvq/compact/budget.hpp — token budgets from compaction ratios, and the argument
+/// checks shared by the compaction entry points (host API: they throw
+/// std::invalid_argument naming the problem).
 #pragma once
 
 #include <cmath>

@@ -1,24 +1,25 @@
-// kvq/compact/eviction.hpp — eviction baselines: keep a subset of the tokens with
-// their original keys and values and no bias.
-//
-//  * StreamingLLM (Xiao et al., "Efficient Streaming Language Models with Attention
-//    Sinks", ICLR 2024): the first `sink_tokens` tokens (attention sinks) and the most
-//    recent budget - sink_tokens tokens.
-//  * H2O (Zhang et al., "H2O: Heavy-Hitter Oracle", NeurIPS 2023): heavy hitters by
-//    attention accumulated over the queries, score_t = sum_i p_it, plus a recent
-//    window (H2O's own policy splits the budget equally between the two).
-//  * SnapKV (Li et al., "SnapKV: LLM Knows What You are Looking for Before
-//    Generation", 2024): the attention of an observation window (the last w queries)
-//    summed over the window, pooled over neighbouring tokens (max or average pool,
-//    odd kernel, stride 1, "same" padding: avg counts the padding as zeros as
-//    torch's avg_pool1d does by default, max ignores it), top tokens of the pooled
-//    score among the non-recent tokens, plus the recent tokens (SnapKV keeps the
-//    observation window's own tokens).
-//  * A random-subset control, deterministic: token t's draw is Philox4x32-10 keyed by
-//    (seed, stream "cmpt", index t), so the subset depends only on (seed, n, budget).
-//
-// Attention weights p are the reference (double) softmax of compact/reference.hpp
-// over all n tokens (reference queries are not causally masked against the cache).
+/// \file
+/// kvq/compact/eviction.hpp — eviction baselines: keep a subset of the tokens with
+/// their original keys and values and no bias.
+///
+///  * StreamingLLM (Xiao et al., "Efficient Streaming Language Models with Attention
+///    Sinks", ICLR 2024): the first `sink_tokens` tokens (attention sinks) and the most
+///    recent budget - sink_tokens tokens.
+///  * H2O (Zhang et al., "H2O: Heavy-Hitter Oracle", NeurIPS 2023): heavy hitters by
+///    attention accumulated over the queries, score_t = sum_i p_it, plus a recent
+///    window (H2O's own policy splits the budget equally between the two).
+///  * SnapKV (Li et al., "SnapKV: LLM Knows What You are Looking for Before
+///    Generation", 2024): the attention of an observation window (the last w queries)
+///    summed over the window, pooled over neighbouring tokens (max or average pool,
+///    odd kernel, stride 1, "same" padding: avg counts the padding as zeros as
+///    torch's avg_pool1d does by default, max ignores it), top tokens of the pooled
+///    score among the non-recent tokens, plus the recent tokens (SnapKV keeps the
+///    observation window's own tokens).
+///  * A random-subset control, deterministic: token t's draw is Philox4x32-10 keyed by
+///    (seed, stream "cmpt", index t), so the subset depends only on (seed, n, budget).
+///
+/// Attention weights p are the reference (double) softmax of compact/reference.hpp
+/// over all n tokens (reference queries are not causally masked against the cache).
 #pragma once
 
 #include <cstdint>
@@ -92,11 +93,14 @@ inline compaction_result h2o(const matrix_f& keys, const matrix_f& values, const
   return evicted_cache(keys, values, detail::heavy_plus_recent(score, n, budget, recent_tokens));
 }
 
+/// SnapKV's pooling of the window-summed attention over neighbouring tokens.
 enum class snapkv_pooling { max, avg };
 
+/// Options of the SnapKV eviction.
 struct snapkv_options {
   Eigen::Index observation_window = 32;  ///< the last this many reference queries vote
   Eigen::Index kernel = 5;               ///< pooling kernel (odd; 1 = no pooling)
+  /// Max pooling (ignores the padding) or average pooling (counts it as zeros).
   snapkv_pooling pooling = snapkv_pooling::max;
   Eigen::Index recent_tokens = 0;  ///< last tokens always kept (SnapKV: the window's own)
 };

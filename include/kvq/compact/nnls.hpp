@@ -1,21 +1,22 @@
-// kvq/compact/nnls.hpp — non-negative least squares, min ||A x - b||_2 s.t. x >= 0,
-// by the Lawson-Hanson active-set method (C. L. Lawson, R. J. Hanson, "Solving Least
-// Squares Problems", 1974, ch. 23, algorithm NNLS).
-//
-//   P = {}, x = 0, g = A^T (b - A x)
-//   while some j outside P has g_j > tol:
-//     move the j with the largest g_j (ties: lowest j) into P
-//     loop: z = argmin ||A_P z - b|| (unconstrained on P, 0 elsewhere)
-//           if z_P > 0: x = z, break
-//           alpha = min over j in P with z_j <= 0 of x_j / (x_j - z_j)
-//           x += alpha (z - x); move every j in P with x_j <= 0 back out (x_j = 0)
-//     g = A^T (b - A x)
-//
-// The passive-set subproblems are solved on the normal equations G_PP z = (A^T b)_P
-// with G = A^T A formed once, by LDLT (falling back to column-pivoting Householder QR,
-// rank-revealing, when the block is numerically not positive definite). Forming
-// G squares the condition number; the result's residual is reported so a caller can
-// see an inaccurate fit. Everything runs in a fixed order: deterministic.
+/// \file
+/// kvq/compact/nnls.hpp — non-negative least squares, min ||A x - b||_2 s.t. x >= 0,
+/// by the Lawson-Hanson active-set method (C. L. Lawson, R. J. Hanson, "Solving Least
+/// Squares Problems", 1974, ch. 23, algorithm NNLS).
+///
+///   P = {}, x = 0, g = A^T (b - A x)
+///   while some j outside P has g_j > tol:
+///     move the j with the largest g_j (ties: lowest j) into P
+///     loop: z = argmin ||A_P z - b|| (unconstrained on P, 0 elsewhere)
+///           if z_P > 0: x = z, break
+///           alpha = min over j in P with z_j <= 0 of x_j / (x_j - z_j)
+///           x += alpha (z - x); move every j in P with x_j <= 0 back out (x_j = 0)
+///     g = A^T (b - A x)
+///
+/// The passive-set subproblems are solved on the normal equations G_PP z = (A^T b)_P
+/// with G = A^T A formed once, by LDLT (falling back to column-pivoting Householder QR,
+/// rank-revealing, when the block is numerically not positive definite). Forming
+/// G squares the condition number; the result's residual is reported so a caller can
+/// see an inaccurate fit. Everything runs in a fixed order: deterministic.
 #pragma once
 
 #include <algorithm>
@@ -80,6 +81,7 @@ inline fit_vector times(const matrix_d& a, const fit_vector& x) {
 
 }  // namespace detail
 
+/// Solution of a non-negative least-squares problem.
 struct nnls_result {
   fit_vector x;                ///< the solution, x >= 0
   double residual_norm = 0.0;  ///< ||A x - b||_2

@@ -1,12 +1,13 @@
-// kvq/compact/quantize.hpp — compaction then quantization: a compacted cache's keys
-// and values passed through a quantization codec, its biases stored in fp32 or bf16,
-// and the byte accounting that makes "equal memory" comparisons exact.
-//
-// A codec is any callable matrix_f -> matrix_f returning the dequantized matrix
-// of the same shape (for example a kvq block scheme's quantize-dequantize round trip
-// over token rows). Keys and values keep their roles: the keys were chosen, and the
-// values fitted, in full precision; the codec is applied afterwards (the values are
-// not refitted against quantized keys).
+/// \file
+/// kvq/compact/quantize.hpp — compaction then quantization: a compacted cache's keys
+/// and values passed through a quantization codec, its biases stored in fp32 or bf16,
+/// and the byte accounting that makes "equal memory" comparisons exact.
+///
+/// A codec is any callable matrix_f -> matrix_f returning the dequantized matrix
+/// of the same shape (for example a kvq block scheme's quantize-dequantize round trip
+/// over token rows). Keys and values keep their roles: the keys were chosen, and the
+/// values fitted, in full precision; the codec is applied afterwards (the values are
+/// not refitted against quantized keys).
 #pragma once
 
 #include <cstdint>

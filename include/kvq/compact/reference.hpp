@@ -1,20 +1,21 @@
-// kvq/compact/reference.hpp — the reference (double) attention of queries over a
-// cache with per-key biases, and the effective weights of a compacted cache scattered
-// back onto the original tokens.
-//
-// The evaluation order is the contract (so that an independent straightforward
-// implementation reproduces it bit for bit), for one query q and keys k_0..k_{n-1}:
-//
-//     dot_t = sum_{c=0}^{d-1} double(q_c) * double(k_tc)      (ascending c, no fma)
-//     s_t   = dot_t / sqrt(double(d)) + double(beta_t)         (beta_t = 0 without biases)
-//     M     = max_t s_t
-//     e_t   = exp(s_t - M),   Z = sum_{t=0}^{n-1} e_t           (ascending t)
-//     p_t   = e_t / Z
-//     o_c   = sum_{t=0}^{n-1} p_t * double(v_tc)               (ascending t)
-//
-// exp is the host libm's double exp: this evaluator and the fits are host-side
-// reference procedures in double, not a path that must match a device backend; the
-// float/emulated-precision attention of the attention layer is what kernels match.
+/// \file
+/// kvq/compact/reference.hpp — the reference (double) attention of queries over a
+/// cache with per-key biases, and the effective weights of a compacted cache scattered
+/// back onto the original tokens.
+///
+/// The evaluation order is the contract (so that an independent straightforward
+/// implementation reproduces it bit for bit), for one query q and keys k_0..k_{n-1}:
+///
+///     dot_t = sum_{c=0}^{d-1} double(q_c) * double(k_tc)      (ascending c, no fma)
+///     s_t   = dot_t / sqrt(double(d)) + double(beta_t)         (beta_t = 0 without biases)
+///     M     = max_t s_t
+///     e_t   = exp(s_t - M),   Z = sum_{t=0}^{n-1} e_t           (ascending t)
+///     p_t   = e_t / Z
+///     o_c   = sum_{t=0}^{n-1} p_t * double(v_tc)               (ascending t)
+///
+/// exp is the host libm's double exp: this evaluator and the fits are host-side
+/// reference procedures in double, not a path that must match a device backend; the
+/// float/emulated-precision attention of the attention layer is what kernels match.
 #pragma once
 
 #include <cmath>

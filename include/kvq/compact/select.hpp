@@ -1,5 +1,6 @@
-// kvq/compact/select.hpp — choosing k tokens by score, and building a compacted
-// cache from kept rows. Deterministic: ties go to the lower token index.
+/// \file
+/// kvq/compact/select.hpp — choosing k tokens by score, and building a compacted
+/// cache from kept rows. Deterministic: ties go to the lower token index.
 #pragma once
 
 #include <algorithm>
