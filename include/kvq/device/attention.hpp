@@ -1,16 +1,17 @@
-// kvq/device/attention.hpp — the attention kernels of kvq/attention/kernels.hpp (double
-// reference, storage-only fp32/bf16 emulation, FlashAttention-3 FP8 forward emulation)
-// for a batch of queries on any Thrust device system.
-//
-// One work item per query runs the layer's own KVQ_HD kernel on that query's rows with
-// its own slice of scratch memory, so the weights and outputs are the serial kernel's
-// bits on every backend (all sums inside are kvq's fixed trees, all exponentials kvq's).
-// Memory per query is the kernel's O(n + d log n) scratch plus its outputs.
-//
-// Layout: Q is nq x d, K and V are n x d, row-major and contiguous. Outputs: P (nq x n
-// doubles; the reference weights, or the effective weights p_eff of the emulated
-// kernels), O (nq x d), status (nq x 2 bytes: nonfinite_scores, nonfinite_output).
-// Sizes are checked on the host (std::invalid_argument naming the sizes).
+/// \file
+/// kvq/device/attention.hpp — the attention kernels of kvq/attention/kernels.hpp (double
+/// reference, storage-only fp32/bf16 emulation, FlashAttention-3 FP8 forward emulation)
+/// for a batch of queries on any Thrust device system.
+///
+/// One work item per query runs the layer's own KVQ_HD kernel on that query's rows with
+/// its own slice of scratch memory, so the weights and outputs are the serial kernel's
+/// bits on every backend (all sums inside are kvq's fixed trees, all exponentials kvq's).
+/// Memory per query is the kernel's O(n + d log n) scratch plus its outputs.
+///
+/// Layout: Q is nq x d, K and V are n x d, row-major and contiguous. Outputs: P (nq x n
+/// doubles; the reference weights, or the effective weights p_eff of the emulated
+/// kernels), O (nq x d), status (nq x 2 bytes: nonfinite_scores, nonfinite_output).
+/// Sizes are checked on the host (std::invalid_argument naming the sizes).
 #pragma once
 
 #include <cstddef>

@@ -1,21 +1,22 @@
-// kvq/device/block.hpp — block-scaled quantize/dequantize of any kvq::block scheme on
-// any Thrust device system.
-//
-// The per-block work is the block layer's own functor (kvq::block::quantize_block_fn /
-// dequantize_block_fn: the recipe's exact operation order, block amax computed inside
-// the block), run by thrust::for_each over block indices. Blocks are independent, so
-// every backend and thread count produces the serial emulator's bytes.
-//
-// The one cross-block value, the tensor amax of recipes with a tensor-level stage
-// (TransformerEngine NVFP4, torchao two-level), is a maximum. It is computed here as
-// an unsigned-integer maximum of |x|'s bit pattern (for non-negative floats the bit
-// order is the value order), with the recipe's NaN rule folded into the key: integer
-// max is exact and order-independent, so the reduction may run in any order.
-//
-// Buffers are Thrust containers of the device system (thrust::device_vector) or, for
-// the _n forms, raw pointers valid on it (device memory for CUDA, host memory for
-// CPP/OMP/TBB). The container forms check sizes on the host and throw
-// std::invalid_argument naming the problem; the _n forms are unchecked.
+/// \file
+/// kvq/device/block.hpp — block-scaled quantize/dequantize of any kvq::block scheme on
+/// any Thrust device system.
+///
+/// The per-block work is the block layer's own functor (kvq::block::quantize_block_fn /
+/// dequantize_block_fn: the recipe's exact operation order, block amax computed inside
+/// the block), run by thrust::for_each over block indices. Blocks are independent, so
+/// every backend and thread count produces the serial emulator's bytes.
+///
+/// The one cross-block value, the tensor amax of recipes with a tensor-level stage
+/// (TransformerEngine NVFP4, torchao two-level), is a maximum. It is computed here as
+/// an unsigned-integer maximum of |x|'s bit pattern (for non-negative floats the bit
+/// order is the value order), with the recipe's NaN rule folded into the key: integer
+/// max is exact and order-independent, so the reduction may run in any order.
+///
+/// Buffers are Thrust containers of the device system (thrust::device_vector) or, for
+/// the _n forms, raw pointers valid on it (device memory for CUDA, host memory for
+/// CPP/OMP/TBB). The container forms check sizes on the host and throw
+/// std::invalid_argument naming the problem; the _n forms are unchecked.
 #pragma once
 
 #include <cstddef>
@@ -77,6 +78,7 @@ float tensor_amax_n(It x, std::size_t n, block::amax_nan rule) {
 }
 
 template <class In = block::f32_input>
+/// tensor_amax_n() of a whole device vector.
 float tensor_amax(const thrust::device_vector<typename In::storage>& x, block::amax_nan rule) {
   return tensor_amax_n<In>(x.begin(), x.size(), rule);
 }

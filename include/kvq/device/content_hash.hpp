@@ -1,10 +1,11 @@
-// kvq/device/content_hash.hpp — the content hash (kvq/device/hash.hpp) of a buffer on
-// any Thrust device system.
-//
-// This is the one place the device layer uses a Thrust reduction, and it is exact:
-// the reduced values are 64-bit unsigned integers added modulo 2^64, so the result
-// does not depend on the backend's reduction order or thread count. Floating-point
-// values are never reduced this way (DESIGN "Determinism").
+/// \file
+/// kvq/device/content_hash.hpp — the content hash (kvq/device/hash.hpp) of a buffer on
+/// any Thrust device system.
+///
+/// This is the one place the device layer uses a Thrust reduction, and it is exact:
+/// the reduced values are 64-bit unsigned integers added modulo 2^64, so the result
+/// does not depend on the backend's reduction order or thread count. Floating-point
+/// values are never reduced this way (DESIGN "Determinism").
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,7 @@ namespace device {
 template <class T>
 struct hash_term_fn {
   template <class Tuple>
+  /// Hash term of one (index, value) tuple.
   KVQ_HD std::uint64_t operator()(const Tuple& t) const {
     return hash_term(static_cast<std::uint64_t>(thrust::get<0>(t)), element_bits(static_cast<T>(thrust::get<1>(t))));
   }

@@ -1,11 +1,12 @@
-// kvq/device/convert.hpp — element-wise encode/decode on any Thrust device system.
-//
-// Each algorithm is one thrust::transform over a functor of kvq/device/functors.hpp,
-// so element i of the output depends on element i of the input only: the result is
-// the same on CPP, OMP, TBB and CUDA, for any thread count, and equal to the serial
-// emulator's. The iterators' system selects the backend (pass thrust::device_vector
-// iterators for the device system); the overloads taking an execution policy first
-// (thrust::device, thrust::host, thrust::cuda::par.on(stream), ...) choose it explicitly.
+/// \file
+/// kvq/device/convert.hpp — element-wise encode/decode on any Thrust device system.
+///
+/// Each algorithm is one thrust::transform over a functor of kvq/device/functors.hpp,
+/// so element i of the output depends on element i of the input only: the result is
+/// the same on CPP, OMP, TBB and CUDA, for any thread count, and equal to the serial
+/// emulator's. The iterators' system selects the backend (pass thrust::device_vector
+/// iterators for the device system); the overloads taking an execution policy first
+/// (thrust::device, thrust::host, thrust::cuda::par.on(stream), ...) choose it explicitly.
 #pragma once
 
 #include <cstddef>
@@ -45,6 +46,7 @@ OutIt encode(Policy&& exec, InIt first, InIt last, OutIt out, rounding r = round
   return thrust::transform(exec, first, last, out, encode_fn<F, detail::value_t<InIt>>{r, o});
 }
 
+/// encode() on the iterators' own system.
 template <class F, class InIt, class OutIt>
 OutIt encode(InIt first, InIt last, OutIt out, rounding r = rounding::nearest_even,
              overflow o = overflow::satfinite) {
@@ -68,6 +70,7 @@ OutIt decode(Policy&& exec, InIt first, InIt last, OutIt out) {
   return thrust::transform(exec, first, last, out, decode_fn<F, T>{});
 }
 
+/// decode() on the iterators' own system.
 template <class F, class T = float, class InIt, class OutIt>
 OutIt decode(InIt first, InIt last, OutIt out) {
   return thrust::transform(first, last, out, decode_fn<F, T>{});

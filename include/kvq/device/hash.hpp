@@ -1,13 +1,14 @@
-// kvq/device/hash.hpp — an order-independent content hash of a buffer.
-//
-// Bit-identity between backends is checked by hashing each output buffer. The hash
-// is a sum (mod 2^64) of one mixed term per element, term = mix(index, bits), so it
-// can be computed by any reduction in any order and by any number of threads with
-// the same result: unsigned wrap-around addition is associative and commutative,
-// unlike floating-point addition. It covers the bit pattern of each element (so -0
-// and +0, and NaN payloads, differ) and its position (so a permutation differs).
-//
-// This header is Thrust-free; kvq/device/algorithms.hpp adds the parallel version.
+/// \file
+/// kvq/device/hash.hpp — an order-independent content hash of a buffer.
+///
+/// Bit-identity between backends is checked by hashing each output buffer. The hash
+/// is a sum (mod 2^64) of one mixed term per element, term = mix(index, bits), so it
+/// can be computed by any reduction in any order and by any number of threads with
+/// the same result: unsigned wrap-around addition is associative and commutative,
+/// unlike floating-point addition. It covers the bit pattern of each element (so -0
+/// and +0, and NaN payloads, differ) and its position (so a permutation differs).
+///
+/// This header is Thrust-free; kvq/device/content_hash.hpp adds the parallel version.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,11 @@
-// kvq/device/math.hpp — kvq's deterministic elementary functions (kvq/core/math.hpp)
-// applied element-wise on any Thrust device system.
-//
-// kvq::math's functions are built from IEEE basic operations and integer bit work only,
-// so the host and the GPU compute the same bits (nvcc with --fmad=false, host compilers
-// with -ffp-contract=off; the explicit fma calls are fused on both). CUDA's own expf /
-// __expf go through the approximate ex2 unit and never match a CPU; use these instead.
+/// \file
+/// kvq/device/math.hpp — kvq's deterministic elementary functions (kvq/core/math.hpp)
+/// applied element-wise on any Thrust device system.
+///
+/// kvq::math's functions are built from IEEE basic operations and integer bit work only,
+/// so the host and the GPU compute the same bits (nvcc with --fmad=false, host compilers
+/// with -ffp-contract=off; the explicit fma calls are fused on both). CUDA's own expf /
+/// __expf go through the approximate ex2 unit and never match a CPU; use these instead.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,10 @@
 namespace kvq {
 namespace device {
 
+/// The elementary functions of kvq::math that apply() evaluates.
 enum class elementary : unsigned char { exp, exp2, log, log2, sin, cos };
 
+/// Lower-case name of f ("exp", "exp2", "log", "log2", "sin", "cos").
 inline constexpr const char* to_string(elementary f) noexcept {
   switch (f) {
     case elementary::exp: return "exp";
@@ -38,7 +41,9 @@ inline constexpr const char* to_string(elementary f) noexcept {
 /// sin/cos of a double are computed in float, as kvq::math has them for float only).
 template <class T>
 struct elementary_fn {
+  /// The function to evaluate.
   elementary f = elementary::exp;
+  /// f(x) with kvq::math.
   KVQ_HD T operator()(T x) const {
     switch (f) {
       case elementary::exp: return kvq::math::exp(x);

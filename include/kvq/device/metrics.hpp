@@ -1,11 +1,12 @@
-// kvq/device/metrics.hpp — per-query rank and distribution metrics (kvq/metrics/) between
-// reference weights P and emulated weights P̂ for a batch of queries, on any Thrust
-// device system.
-//
-// One work item per query calls the metrics suite (kvq/metrics/suite.hpp: the same
-// definitions and default k as the host studies) with its own workspace slice, so every
-// value is the serial function's bits on every backend. The output-error fields stay 0:
-// the batch compares weights only.
+/// \file
+/// kvq/device/metrics.hpp — per-query rank and distribution metrics (kvq/metrics/) between
+/// reference weights P and emulated weights P̂ for a batch of queries, on any Thrust
+/// device system.
+///
+/// One work item per query calls the metrics suite (kvq/metrics/suite.hpp: the same
+/// definitions and default k as the host studies) with its own workspace slice, so every
+/// value is the serial function's bits on every backend. The output-error fields stay 0:
+/// the batch compares weights only.
 #pragma once
 
 #include <cstddef>

@@ -1,18 +1,19 @@
-// kvq/device/nvfp4_kernel.cuh — a warp-level NVFP4 quantize kernel (TransformerEngine
-// recipe) producing the same codes and scales as kvq::block::nvfp4_te.
-//
-// Layout (kvq/block/api.hpp): n elements (a multiple of 16) in 16-element blocks;
-// codes n/2 bytes, element 2i in the low nibble; one e4m3 scale byte per block.
-// Work split: lane l of a warp loads elements [8l, 8l + 8) of the warp's 256-element
-// group (two float4 loads), computes its partial amax, and takes the block amax from
-// its partner lane (l ^ 1) with one shuffle; then each lane encodes its 8 elements
-// into one 32-bit word and the even lane stores the scale. Maximum is order-independent,
-// so the shuffle gives exactly the emulator's block amax. The tensor amax (S_enc) is an
-// input: compute it with kvq::device::tensor_amax (an exact integer max reduction).
-//
-// nvcc only. The element conversions use cvt.rn.satfinite.e2m1x2.f32 on family-specific
-// targets (sm_100a, sm_120a, ...) and the emulator elsewhere; the scale conversion uses
-// cvt.rn.satfinite.e4m3x2.f32 from sm_89 (kvq/device/cvt.hpp).
+/// \file
+/// kvq/device/nvfp4_kernel.cuh — a warp-level NVFP4 quantize kernel (TransformerEngine
+/// recipe) producing the same codes and scales as kvq::block::nvfp4_te.
+///
+/// Layout (kvq/block/api.hpp): n elements (a multiple of 16) in 16-element blocks;
+/// codes n/2 bytes, element 2i in the low nibble; one e4m3 scale byte per block.
+/// Work split: lane l of a warp loads elements [8l, 8l + 8) of the warp's 256-element
+/// group (two float4 loads), computes its partial amax, and takes the block amax from
+/// its partner lane (l ^ 1) with one shuffle; then each lane encodes its 8 elements
+/// into one 32-bit word and the even lane stores the scale. Maximum is order-independent,
+/// so the shuffle gives exactly the emulator's block amax. The tensor amax (S_enc) is an
+/// input: compute it with kvq::device::tensor_amax (an exact integer max reduction).
+///
+/// nvcc only. The element conversions use cvt.rn.satfinite.e2m1x2.f32 on family-specific
+/// targets (sm_100a, sm_120a, ...) and the emulator elsewhere; the scale conversion uses
+/// cvt.rn.satfinite.e4m3x2.f32 from sm_89 (kvq/device/cvt.hpp).
 #pragma once
 
 #if !defined(__CUDACC__)

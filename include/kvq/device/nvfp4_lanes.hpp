@@ -1,17 +1,18 @@
-// kvq/device/nvfp4_lanes.hpp — the per-lane steps of the warp-level NVFP4 quantize
-// kernel (kvq/device/nvfp4_kernel.cuh), TransformerEngine recipe (kvq::block::nvfp4_te).
-//
-// The kernel gives each lane 8 consecutive elements, so two lanes share one 16-element
-// block and a warp covers 16 blocks. A block's amax is the maximum of its two lanes'
-// partial maxima (one shuffle): maxima of non-NaN values do not depend on order, so
-// this equals kvq::block::block_amax(..., amax_nan::ignore) bit for bit. The scale and
-// the inverse follow nvfp4_te::quantize_block's operation order exactly (see
-// kvq/block/nvfp4.hpp for the reference files); the element conversions go through
-// kvq/device/cvt.hpp, i.e. the hardware cvt instructions where the target has them.
-//
-// The steps are KVQ_HD functions without CUDA intrinsics so that tests/device can run
-// the whole lane decomposition on the CPU (two simulated lanes per block) against the
-// block layer's recipe: if the recipe's operation order changes, that test fails.
+/// \file
+/// kvq/device/nvfp4_lanes.hpp — the per-lane steps of the warp-level NVFP4 quantize
+/// kernel (kvq/device/nvfp4_kernel.cuh), TransformerEngine recipe (kvq::block::nvfp4_te).
+///
+/// The kernel gives each lane 8 consecutive elements, so two lanes share one 16-element
+/// block and a warp covers 16 blocks. A block's amax is the maximum of its two lanes'
+/// partial maxima (one shuffle): maxima of non-NaN values do not depend on order, so
+/// this equals kvq::block::block_amax(..., amax_nan::ignore) bit for bit. The scale and
+/// the inverse follow nvfp4_te::quantize_block's operation order exactly (see
+/// kvq/block/nvfp4.hpp for the reference files); the element conversions go through
+/// kvq/device/cvt.hpp, i.e. the hardware cvt instructions where the target has them.
+///
+/// The steps are KVQ_HD functions without CUDA intrinsics so that tests/device can run
+/// the whole lane decomposition on the CPU (two simulated lanes per block) against the
+/// block layer's recipe: if the recipe's operation order changes, that test fails.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,8 @@
 
 namespace kvq {
 namespace device {
+/// The per-lane steps of the warp-level NVFP4 (TransformerEngine recipe) quantize kernel,
+/// KVQ_HD and free of CUDA intrinsics so the lane decomposition can run on the CPU.
 namespace nvfp4_lane {
 
 /// Partial amax of a lane's 8 elements: fmaxf over |x| from 0 (NaN never wins).

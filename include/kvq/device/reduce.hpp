@@ -1,18 +1,19 @@
-// kvq/device/reduce.hpp — kvq's fixed-shape tree reductions (kvq/core/reduce.hpp) on
-// any Thrust device system, bit-identical to the serial kvq::reduce functions.
-//
-// Row forms (one row per work item) are what attention uses: each row's sum / max /
-// dot product is the serial tree of that row, so the result cannot depend on the
-// backend or the thread count.
-//
-// The whole-array form is parallel *and* exact. In kvq's tree (h = the largest power of
-// two below n, sum = tree(x[0..h)) + tree(x[h..n))), every block of the binary
-// decomposition of n starts at a multiple of its own size. With chunks of C = 2^k
-// elements, each complete chunk is therefore a complete subtree, and the tree over n
-// elements equals the tree over the sequence (chunk_0, ..., chunk_{m-1}, tail) of chunk
-// results, the tail being the tree of the last n mod C elements (if any). So: one work
-// item per chunk, then the same step on the chunk results, until one value is left.
-// thrust::reduce would instead combine in a backend-dependent order.
+/// \file
+/// kvq/device/reduce.hpp — kvq's fixed-shape tree reductions (kvq/core/reduce.hpp) on
+/// any Thrust device system, bit-identical to the serial kvq::reduce functions.
+///
+/// Row forms (one row per work item) are what attention uses: each row's sum / max /
+/// dot product is the serial tree of that row, so the result cannot depend on the
+/// backend or the thread count.
+///
+/// The whole-array form is parallel *and* exact. In kvq's tree (h = the largest power of
+/// two below n, sum = tree(x[0..h)) + tree(x[h..n))), every block of the binary
+/// decomposition of n starts at a multiple of its own size. With chunks of C = 2^k
+/// elements, each complete chunk is therefore a complete subtree, and the tree over n
+/// elements equals the tree over the sequence (chunk_0, ..., chunk_{m-1}, tail) of chunk
+/// results, the tail being the tree of the last n mod C elements (if any). So: one work
+/// item per chunk, then the same step on the chunk results, until one value is left.
+/// thrust::reduce would instead combine in a backend-dependent order.
 #pragma once
 
 #include <cstddef>
