@@ -1,7 +1,8 @@
-// kvq/study/json.hpp — the JSON of study results: nlohmann::ordered_json (keys in
-// insertion order, so a study's JSON reads in the order it was written), and the one
-// way kvq writes it: invalid UTF-8 in a string (a command-line argument, say) is
-// replaced by U+FFFD instead of failing, so every file kvq writes is valid JSON.
+/// \file
+/// kvq/study/json.hpp — the JSON of study results: nlohmann::ordered_json (keys in
+/// insertion order, so a study's JSON reads in the order it was written), and the one
+/// way kvq writes it: invalid UTF-8 in a string (a command-line argument, say) is
+/// replaced by U+FFFD instead of failing, so every file kvq writes is valid JSON.
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 
 namespace kvq::study {
 
+/// The JSON type of study results: keys stay in insertion order.
 using json = nlohmann::ordered_json;
 
 /// The text of j: indent < 0 gives one line, otherwise that many spaces per level.

@@ -1,14 +1,15 @@
-// kvq/study/merge.hpp — the partial result of a shard (DIR/<study>.shard-I-of-N.json)
-// and the merge of shards 1..N into the files a single run writes.
-//
-// A partial result holds the configuration fingerprint (study, grid as resolved JSON,
-// seed, quick, library version, N) and the recorded slots of the shard's tasks (see
-// shard.hpp). The merge checks that every shard 1..N is present exactly once, that all
-// share the fingerprint, and that each holds exactly the tasks it owns; then it replays
-// the study on the loaded slots. The CSVs are byte-identical to a single run's; the JSON
-// equals a single run's except "command" (the merge's command line), "threads" (shard
-// 1's) and "timing" (started_utc: the earliest shard's start; wall_seconds: the sum of
-// the shards' run times).
+/// \file
+/// kvq/study/merge.hpp — the partial result of a shard (DIR/\<study\>.shard-I-of-N.json)
+/// and the merge of shards 1..N into the files a single run writes.
+///
+/// A partial result holds the configuration fingerprint (study, grid as resolved JSON,
+/// seed, quick, library version, N) and the recorded slots of the shard's tasks (see
+/// shard.hpp). The merge checks that every shard 1..N is present exactly once, that all
+/// share the fingerprint, and that each holds exactly the tasks it owns; then it replays
+/// the study on the loaded slots. The CSVs are byte-identical to a single run's; the JSON
+/// equals a single run's except "command" (the merge's command line), "threads" (shard
+/// 1's) and "timing" (started_utc: the earliest shard's start; wall_seconds: the sum of
+/// the shards' run times).
 #pragma once
 
 #include <cstdio>
@@ -30,7 +31,7 @@
 
 namespace kvq::study {
 
-/// The file name of shard I of N: <study>.shard-I-of-N.json.
+/// The file name of shard I of N: \<study\>.shard-I-of-N.json.
 inline std::string partial_file_name(const std::string& study, const shard_spec& s) {
   return study + ".shard-" + std::to_string(s.index) + "-of-" + std::to_string(s.count) + ".json";
 }
@@ -54,8 +55,11 @@ inline json partial_json(const study_def& def, const config& cfg, const shard_st
 
 /// One partial result read back, with the file it came from.
 struct partial_result {
+  /// The file it was read from (or a name for messages, such as "rank R").
   std::string path;
+  /// Its JSON.
   json data;
+  /// Its shard.
   shard_spec spec;
 };
 
@@ -94,7 +98,7 @@ inline std::vector<std::pair<std::string, std::string>> overrides_of_grid(const 
 
 }  // namespace detail
 
-/// Reads every <study>.shard-I-of-N.json in the directories (usage_error naming the
+/// Reads every \<study\>.shard-I-of-N.json in the directories (usage_error naming the
 /// problem: no such directory, no partial results, a file that is not a partial result).
 inline std::vector<partial_result> read_partials(const std::vector<std::string>& dirs) {
   namespace fs = std::filesystem;
@@ -202,8 +206,11 @@ inline shard_state merged_state(const std::vector<const partial_result*>& shards
 
 /// A study run put together from its shards: the grid, the result and how it was made.
 struct merged_run {
+  /// The resolved grid.
   config cfg;
+  /// The study's result replayed from the shards.
   result res;
+  /// Command, seed, threads (shard 1's) and timing (earliest start, summed wall time).
   run_info info;
 };
 

@@ -1,12 +1,13 @@
-// kvq/study/output.hpp — a run's files: <study>.csv (and <study>_<table>.csv for extra
-// tables) and <study>.json (grid, setup, seed, library version, command, timing,
-// findings, the column list of every table).
-//
-// The files of one run are written as one unit: each under a temporary name unique to
-// this process and call in the target directory, and only when every one of them is
-// complete are they renamed to their final names. A failure before the renames removes
-// the temporary files and leaves any previous set untouched; the error names the file
-// and the operating system's reason.
+/// \file
+/// kvq/study/output.hpp — a run's files: \<study\>.csv (and \<study\>_\<table\>.csv for extra
+/// tables) and \<study\>.json (grid, setup, seed, library version, command, timing,
+/// findings, the column list of every table).
+///
+/// The files of one run are written as one unit: each under a temporary name unique to
+/// this process and call in the target directory, and only when every one of them is
+/// complete are they renamed to their final names. A failure before the renames removes
+/// the temporary files and leaves any previous set untouched; the error names the file
+/// and the operating system's reason.
 #pragma once
 
 #include <atomic>
@@ -28,6 +29,7 @@
 #include <kvq/study/study.hpp>
 #include <kvq/study/table.hpp>
 
+/// The process id (for temporary file names unique to this process).
 #if defined(_WIN32)
 #include <process.h>
 #define KVQ_STUDY_PID() _getpid()
@@ -113,10 +115,15 @@ inline std::string utc_now() {
 /// How a run was made, for its JSON.
 struct run_info {
   std::string command;       ///< the command line
+  /// Seed of the run.
   std::uint64_t seed = 1;
+  /// Whether the --quick grid was used.
   bool quick = false;
+  /// Threads the run used.
   unsigned threads = 1;
+  /// Start time, ISO 8601 UTC.
   std::string started_utc;
+  /// Wall time of the run in seconds.
   double wall_seconds = 0;
 };
 

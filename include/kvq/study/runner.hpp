@@ -1,5 +1,6 @@
-// kvq/study/runner.hpp — the deterministic task runner: task i may run on any thread
-// in any order and writes only its own slot, so results never depend on --threads.
+/// \file
+/// kvq/study/runner.hpp — the deterministic task runner: task i may run on any thread
+/// in any order and writes only its own slot, so results never depend on --threads.
 #pragma once
 
 #include <algorithm>
@@ -19,11 +20,16 @@ namespace kvq::study {
 // Deterministic task runner. Task i may run on any thread, in any order; it must
 // write only to its own slot. Tasks are started largest-cost first so that long
 // contexts do not end up last on one core.
+/// std::thread::hardware_concurrency(), or 1 when unknown.
 inline unsigned default_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? n : 1;
 }
 
+/// Runs fn(i) for i in [0, n) on `threads` threads (0: default_threads()), largest
+/// cost[i] first when cost has n entries; advances prog (may be null) by cost[i] (or
+/// 1) per task. Rethrows the first exception a task throws, after the running tasks end;
+/// no further tasks are started once one has failed.
 template <class Fn>
 void run_tasks(std::size_t n, const std::vector<double>& cost, unsigned threads, progress* prog, Fn&& fn) {
   std::vector<std::size_t> order(n);

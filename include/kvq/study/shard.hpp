@@ -1,15 +1,16 @@
-// kvq/study/shard.hpp — one study run split across processes (`--shard I/N`).
-//
-// A study marks the run_tasks call whose tasks are independent of each other (its main
-// phase) as sharded: task i of the c-th sharded call belongs to shard (i mod N) + 1.
-// A shard computes only the tasks it owns and records each task's slot as JSON; the
-// merge replays the study with every slot loaded from the shards instead of computed,
-// so the aggregation (tables, findings, setup) is the very code of a single run on the
-// very bits of a single run. Slot doubles travel as their 64-bit patterns (NaN, -0 and
-// infinities included), never as decimal text.
-//
-// A phase whose results a later phase reads (a reference attention, a scenario) is not
-// sharded: every shard computes it in full, and the merge skips it (replaying()).
+/// \file
+/// kvq/study/shard.hpp — one study run split across processes (`--shard I/N`).
+///
+/// A study marks the run_tasks call whose tasks are independent of each other (its main
+/// phase) as sharded: task i of the c-th sharded call belongs to shard (i mod N) + 1.
+/// A shard computes only the tasks it owns and records each task's slot as JSON; the
+/// merge replays the study with every slot loaded from the shards instead of computed,
+/// so the aggregation (tables, findings, setup) is the very code of a single run on the
+/// very bits of a single run. Slot doubles travel as their 64-bit patterns (NaN, -0 and
+/// infinities included), never as decimal text.
+///
+/// A phase whose results a later phase reads (a reference attention, a scenario) is not
+/// sharded: every shard computes it in full, and the merge skips it (replaying()).
 #pragma once
 
 #include <cstddef>
@@ -30,7 +31,9 @@ namespace kvq::study {
 
 /// Shard I of N (1 <= I <= N).
 struct shard_spec {
+  /// I, 1-based.
   unsigned index = 1;
+  /// N, the number of shards.
   unsigned count = 1;
   /// Whether task i of a sharded call belongs to this shard.
   bool owns(std::size_t task) const { return task % count == index - 1; }
@@ -57,6 +60,7 @@ inline shard_spec parse_shard(const std::string& v) {
   return s;
 }
 
+/// Whether a sharded run computes (a shard) or loads (the merge) its tasks' slots.
 enum class shard_mode {
   compute,  ///< a shard: compute the owned tasks of each sharded call, record their slots
   replay    ///< the merge: load every slot of each sharded call from the shards
@@ -64,11 +68,14 @@ enum class shard_mode {
 
 /// What a sharded or merging run carries through the study (context::shard).
 struct shard_state {
+  /// Compute (a shard) or replay (the merge).
   shard_mode mode = shard_mode::compute;
+  /// Which shard (all of them in the merge: the spec is not used).
   shard_spec spec;
   /// One entry per sharded call, in call order: {"tasks": n, "results": [[i, slot], ...]}
   /// (compute: the owned tasks, recorded; replay: all n tasks in index order).
   json calls = json::array();
+  /// Index of the next sharded call of the run.
   std::size_t next_call = 0;
 };
 
@@ -81,26 +88,33 @@ inline bool replaying(const context& ctx) { return ctx.shard && ctx.shard->mode 
 inline bool partial_run(const context& ctx) { return ctx.shard && ctx.shard->mode == shard_mode::compute; }
 
 // ---------------------------------------------------------------------------
-// Slot codecs: exact JSON for the values studies keep per task.
+/// Slot codecs: exact JSON for the values studies keep per task.
+/// A double as its 64-bit pattern (NaN, -0 and infinities exact).
 inline json encode_slot(double v) {
   std::uint64_t b = 0;
   std::memcpy(&b, &v, sizeof b);
   return b;
 }
+/// Reads a double written by encode_slot(double).
 inline void decode_slot(const json& j, double& v) {
   const std::uint64_t b = j.get<std::uint64_t>();
   std::memcpy(&v, &b, sizeof v);
 }
+/// An integer as itself.
 template <class T, std::enable_if_t<std::is_integral<T>::value, int> = 0>
 json encode_slot(T v) {
   return v;
 }
+/// Reads an integer written by encode_slot().
 template <class T, std::enable_if_t<std::is_integral<T>::value, int> = 0>
 void decode_slot(const json& j, T& v) {
   v = j.get<T>();
 }
+/// A string as itself.
 inline json encode_slot(const std::string& s) { return s; }
+/// Reads a string written by encode_slot().
 inline void decode_slot(const json& j, std::string& s) { s = j.get<std::string>(); }
+/// A cell as ["i", integer], ["r", double bits] or ["s", text].
 inline json encode_slot(const cell& c) {
   switch (c.k) {
     case cell::kind::integer: return json::array({"i", c.i});
@@ -109,6 +123,8 @@ inline json encode_slot(const cell& c) {
   }
   return json::array({"s", c.s});
 }
+/// Reads a cell written by encode_slot(const cell&).
+/// \throws std::runtime_error for an unknown kind tag.
 inline void decode_slot(const json& j, cell& c) {
   const std::string k = j.at(0).get<std::string>();
   if (k == "i")
@@ -122,12 +138,14 @@ inline void decode_slot(const json& j, cell& c) {
   else
     throw std::runtime_error("partial result: unknown cell kind '" + k + "'");
 }
+/// A vector as a JSON array of its encoded elements.
 template <class T>
 json encode_slot(const std::vector<T>& v) {
   json a = json::array();
   for (const auto& x : v) a.push_back(encode_slot(x));
   return a;
 }
+/// Reads a vector written by encode_slot(const std::vector<T>&).
 template <class T>
 void decode_slot(const json& j, std::vector<T>& v) {
   v.assign(j.size(), T{});

@@ -1,6 +1,7 @@
-// kvq/study/study.hpp — what a study is: its name, summary, description, declared
-// grid parameters, stated output tables, an extra grid check and the run; and what a run
-// gets (the resolved grid, threads, progress) and returns (tables, findings, setup).
+/// \file
+/// kvq/study/study.hpp — what a study is: its name, summary, description, declared
+/// grid parameters, stated output tables, an extra grid check and the run; and what a run
+/// gets (the resolved grid, threads, progress) and returns (tables, findings, setup).
 #pragma once
 
 #include <functional>
@@ -16,28 +17,39 @@ namespace kvq::study {
 
 struct shard_state;  // kvq/study/shard.hpp
 
-// What a study gets to run: the resolved grid, the execution resources, and, in a
-// `--shard I/N` run or a merge, the shard's record (null in a plain run).
+/// What a study gets to run: the resolved grid, the execution resources, and, in a
+/// `--shard I/N` run or a merge, the shard's record (null in a plain run).
 struct context {
+  /// The resolved grid.
   const config& cfg;
+  /// Threads for run_tasks().
   unsigned threads;
+  /// Progress display (may be null).
   progress* prog;
+  /// The shard's record in a `--shard I/N` run or a merge; null in a plain run.
   shard_state* shard = nullptr;
 };
 
-// A study: name, one-line summary, longer description, declared parameters, an
-// extra grid check (may throw usage_error), and the run.
+/// A study: name, one-line summary, longer description, declared parameters, an
+/// extra grid check (may throw usage_error), and the run.
 struct study_def {
+  /// Name of the study on the command line.
   std::string name;
+  /// One-line summary.
   std::string summary;
+  /// Longer description.
   std::string description;
+  /// Declared grid parameters.
   std::vector<param> params;
+  /// The tables it writes (columns only): the stated CSV schema.
   std::vector<table> outputs;  // the tables it writes (columns only): the stated CSV schema
+  /// Extra grid check (may throw usage_error); may be empty.
   std::function<void(const config&)> validate;
+  /// The run.
   std::function<result(const context&)> run;
 };
 
-// Resolve defaults (+ --quick) and overrides into a config; throws usage_error.
+/// Resolve defaults (+ --quick) and overrides into a config; throws usage_error.
 inline config resolve(const study_def& s, bool quick, std::uint64_t seed,
                       const std::vector<std::pair<std::string, std::string>>& overrides) {
   config c;

@@ -1,5 +1,6 @@
-// kvq/study/table.hpp — result tables: cells, columns, the CSV text (10 significant
-// digits: deterministic text of deterministic bits) and the terminal table.
+/// \file
+/// kvq/study/table.hpp — result tables: cells, columns, the CSV text (10 significant
+/// digits: deterministic text of deterministic bits) and the terminal table.
 #pragma once
 
 #include <algorithm>
@@ -17,51 +18,83 @@ namespace kvq::study {
 
 // ---------------------------------------------------------------------------
 // Result tables.
+/// One table cell: an integer, a real or a text.
 struct cell {
+  /// \enum kind
+  /// Which of i, d and s holds the value.
+  /// \var k
+  /// The kind of this cell.
   enum class kind { integer, real, text } k = kind::text;
+  /// The value of an integer cell.
   long long i = 0;
+  /// The value of a real cell.
   double d = 0;
+  /// The value of a text cell.
   std::string s;
+  /// An empty text cell.
   cell() = default;
+  /// Integer cell.
   cell(int v) : k(kind::integer), i(v) {}
+  /// Integer cell.
   cell(long v) : k(kind::integer), i(v) {}
+  /// Integer cell.
   cell(long long v) : k(kind::integer), i(v) {}
+  /// Integer cell.
   cell(unsigned v) : k(kind::integer), i(static_cast<long long>(v)) {}
+  /// Integer cell (values above 2^63 - 1 wrap).
   cell(unsigned long v) : k(kind::integer), i(static_cast<long long>(v)) {}
+  /// Integer cell (values above 2^63 - 1 wrap).
   cell(unsigned long long v) : k(kind::integer), i(static_cast<long long>(v)) {}
+  /// Real cell.
   cell(double v) : k(kind::real), d(v) {}
+  /// Text cell.
   cell(const char* v) : k(kind::text), s(v) {}
+  /// Text cell.
   cell(std::string v) : k(kind::text), s(std::move(v)) {}
 };
 
+/// A column of a result table.
 struct column {
+  /// CSV header.
   std::string name;  // CSV header
+  /// One line: meaning and unit.
   std::string help;  // one line: meaning and unit
+  /// Shown in the terminal table.
   bool brief = true; // shown in the terminal table
 };
 
+/// A result table: written to CSV, and optionally printed in the terminal.
 struct table {
+  /// File suffix: "" gives \<study\>.csv, otherwise \<study\>_\<name\>.csv.
   std::string name;   // file suffix: "" = <study>.csv, otherwise <study>_<name>.csv
+  /// Terminal heading.
   std::string title;  // terminal heading
+  /// The columns, in CSV order.
   std::vector<column> columns;
+  /// The rows; each has one cell per column.
   std::vector<std::vector<cell>> rows;
+  /// Printed in the terminal.
   bool terminal = true;  // printed in the terminal
 };
 
-// Index of a column by name (std::logic_error if absent: a bug in the study).
+/// Index of a column by name (std::logic_error if absent: a bug in the study).
 inline std::size_t column_index(const table& t, const std::string& name) {
   for (std::size_t i = 0; i < t.columns.size(); ++i)
     if (t.columns[i].name == name) return i;
   throw std::logic_error("no column " + name + " in table " + t.title);
 }
 
+/// What a study run returns.
 struct result {
+  /// The tables, the first one written to \<study\>.csv.
   std::vector<table> tables;
+  /// Plain-words lines computed from the numbers.
   std::vector<std::string> findings;  // plain-words lines computed from the numbers
+  /// Shapes, generator settings, scheme details (written into the JSON).
   json setup = json::object();        // shapes, generator settings, scheme details
 };
 
-// CSV: doubles with 10 significant digits — deterministic text of deterministic bits.
+/// CSV: doubles with 10 significant digits — deterministic text of deterministic bits.
 inline std::string csv_cell(const cell& c) {
   switch (c.k) {
     case cell::kind::integer: return std::to_string(c.i);
@@ -83,6 +116,7 @@ inline std::string csv_cell(const cell& c) {
   return {};
 }
 
+/// The CSV text of t: the header line, then one line per row (cells by csv_cell()).
 inline std::string to_csv(const table& t) {
   std::string out;
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
@@ -100,6 +134,8 @@ inline std::string to_csv(const table& t) {
   return out;
 }
 
+/// A cell as the terminal table shows it (integers in full, reals with about five
+/// significant digits).
 inline std::string term_cell(const cell& c) {
   switch (c.k) {
     case cell::kind::integer: return std::to_string(c.i);
@@ -122,6 +158,8 @@ inline std::string term_cell(const cell& c) {
   return {};
 }
 
+/// Prints the brief columns of t to f as an aligned table under its title (numbers
+/// right-aligned).
 inline void print_table(const table& t, std::FILE* f) {
   std::vector<std::size_t> show;
   for (std::size_t i = 0; i < t.columns.size(); ++i)

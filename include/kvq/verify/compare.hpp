@@ -158,7 +158,7 @@ report compare(const T* expected, const T* actual, std::size_t n, std::string na
 
 /// Codes of format F, one per byte (right-aligned).
 /// Compares n codes of format F; decoded values use F; the report is named
-/// "codes (<format>)".
+/// "codes (\<format\>)".
 template <class F>
 report compare_codes(const std::uint8_t* expected, const std::uint8_t* actual, std::size_t n,
                      const float* input = nullptr, std::size_t max_listed = 10) {
@@ -167,7 +167,7 @@ report compare_codes(const std::uint8_t* expected, const std::uint8_t* actual, s
 }
 
 /// n codes of format F packed `bits` per code (4: two per byte, low nibble first).
-/// The report is named "codes (<format>, packed)"; see comparator::add_packed().
+/// The report is named "codes (\<format\>, packed)"; see comparator::add_packed().
 template <class F>
 report compare_packed_codes(const std::uint8_t* expected, const std::uint8_t* actual, std::size_t n, int bits,
                             const float* input = nullptr, std::size_t max_listed = 10) {

@@ -54,7 +54,7 @@ struct pipeline_options {
   std::size_t batch = std::size_t{1} << 16;  // inputs per subject call
   /// Mismatches kept in the report.
   std::size_t max_listed = 10;                // mismatches kept in the report
-  /// Report name; empty: "codes (<format>)".
+  /// Report name; empty: "codes (\<format\>)".
   std::string name;                           // report name (default: "codes (<format>)")
 };
 
