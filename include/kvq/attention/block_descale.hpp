@@ -1,8 +1,9 @@
-// kvq/attention/block_descale.hpp — descale factors of FP8 block quantization: one factor
-// per block of consecutive rows, descale = amax(block) / max_finite(F), so that the
-// block's largest magnitude maps onto the format's largest finite value (the per-block
-// quantization of the FlashAttention-3 paper, Shah et al. 2024, §3.3; per-tensor is the
-// special case of one block). A block of zeros (or a non-finite amax) gets descale 1.
+/// \file
+/// kvq/attention/block_descale.hpp — descale factors of FP8 block quantization: one factor
+/// per block of consecutive rows, descale = amax(block) / max_finite(F), so that the
+/// block's largest magnitude maps onto the format's largest finite value (the per-block
+/// quantization of the FlashAttention-3 paper, Shah et al. 2024, §3.3; per-tensor is the
+/// special case of one block). A block of zeros (or a non-finite amax) gets descale 1.
 #pragma once
 
 #include <cmath>
@@ -17,6 +18,10 @@
 namespace kvq {
 namespace attention {
 
+/// One descale per block of rows_per_block consecutive rows of m (the last block may be
+/// shorter): float(double(amax) / max_finite(F)), or 1 for a block whose amax is 0 or not
+/// finite.
+/// \throws std::invalid_argument if rows_per_block = 0.
 template <class F>
 std::vector<float> block_descales(const matrix_f& m, std::size_t rows_per_block) {
   if (rows_per_block == 0) kvq::detail::fail("kvq::attention::block_descales", "rows_per_block = 0");

@@ -1,17 +1,18 @@
-// kvq/attention/codec.hpp — how a KV storage scheme plugs into the attention emulation.
-//
-// A kv_codec is a pair of callables, one for keys and one for values, each mapping a
-// (tokens x head_dim) float matrix of one head to its quantize-then-dequantize image.
-// Any block-scaled scheme, per-channel/per-token scheme or mixed-precision policy
-// (e.g. a full-precision window of recent tokens) is such a function of the whole
-// matrix; the attention layer never needs to know which. An empty callable is the
-// identity (full-precision storage).
-//
-// codec_of(scheme) gives the codec of any scheme of the registry (kv/registry.hpp):
-// codec_of(kvq::kv::find_scheme("nvfp4_te")) stores K and V as NVFP4 exactly as the
-// studies, the caches and the verifier do. A few element-wise codecs are provided for
-// tests: identity, bf16 storage, and per-tensor FP8 with a fixed scale
-// (x -> decode(encode(x / scale)) * scale, the vLLM KV-cache store with k_scale/v_scale).
+/// \file
+/// kvq/attention/codec.hpp — how a KV storage scheme plugs into the attention emulation.
+///
+/// A kv_codec is a pair of callables, one for keys and one for values, each mapping a
+/// (tokens x head_dim) float matrix of one head to its quantize-then-dequantize image.
+/// Any block-scaled scheme, per-channel/per-token scheme or mixed-precision policy
+/// (e.g. a full-precision window of recent tokens) is such a function of the whole
+/// matrix; the attention layer never needs to know which. An empty callable is the
+/// identity (full-precision storage).
+///
+/// codec_of(scheme) gives the codec of any scheme of the registry (kv/registry.hpp):
+/// codec_of(kvq::kv::find_scheme("nvfp4_te")) stores K and V as NVFP4 exactly as the
+/// studies, the caches and the verifier do. A few element-wise codecs are provided for
+/// tests: identity, bf16 storage, and per-tensor FP8 with a fixed scale
+/// (x -> decode(encode(x / scale)) * scale, the vLLM KV-cache store with k_scale/v_scale).
 #pragma once
 
 #include <functional>
@@ -27,6 +28,9 @@
 #include <kvq/kv/registry.hpp>
 
 namespace kvq {
+/// Attention in reference (double) and emulated precision: the kernels, the attention
+/// variants and their driver, FlashAttention-3 FP8 tiles, and the pieces that plug KV
+/// storage into them (codecs, Hadamard rotation, FP8 block descales).
 namespace attention {
 
 using kvq::matrix_d;
@@ -35,12 +39,18 @@ using kvq::matrix_f;
 /// Maps a (tokens x head_dim) K or V matrix to its dequantized version (same shape).
 using kv_transform = std::function<matrix_f(const matrix_f&)>;
 
+/// A KV storage scheme as the attention emulation sees it: one transform for keys, one
+/// for values (see the file description).
 struct kv_codec {
+  /// Round trip of a head's K (tokens x head_dim); empty: identity.
   kv_transform k;    // empty: identity
+  /// Round trip of a head's V (tokens x head_dim); empty: identity.
   kv_transform v;    // empty: identity
+  /// Name for reports.
   std::string name;  // for reports
 };
 
+/// Full-precision storage: both transforms empty, named "fp32".
 inline kv_codec identity_codec() { return kv_codec{{}, {}, "fp32"}; }
 
 /// bf16 storage: every element rounded to the nearest bfloat16.
@@ -54,6 +64,7 @@ inline kv_codec bf16_codec() {
 }
 
 /// Per-tensor FP8 (or any minifloat F): x -> decode(encode(x / scale, rn, o)) * scale.
+/// Rounding is to nearest even; `scale` must be nonzero.
 template <class F>
 kv_transform per_tensor_transform(float scale = 1.0f, kvq::overflow o = kvq::overflow::satfinite) {
   return [scale, o](const matrix_f& m) {
@@ -66,6 +77,8 @@ kv_transform per_tensor_transform(float scale = 1.0f, kvq::overflow o = kvq::ove
   };
 }
 
+/// Per-tensor minifloat storage of K and V with their own scales (the vLLM KV-cache store
+/// with k_scale / v_scale), named "per-tensor \<format\>".
 template <class F>
 kv_codec per_tensor_codec(float k_scale = 1.0f, float v_scale = 1.0f,
                           kvq::overflow o = kvq::overflow::satfinite) {
