@@ -83,8 +83,8 @@ struct npy_verify_request {
   /// \var codes
   /// Path of the kernel's codes .npy (uint8).
   /// \var scales
-  /// Path of the kernel's block scales .npy; only for block schemes with block scales
-  /// (empty: scales are not compared).
+  /// Path of the kernel's block scales .npy: required for block schemes with block
+  /// scales, must be empty for every other scheme.
   std::string input, codes, scales;  // .npy paths (scales: block schemes with block scales)
   /// Rounding of element schemes.
   rounding r = rounding::nearest_even;  // element schemes
