@@ -114,6 +114,8 @@ inline matrix_d gather_columns(const matrix_d& a, const std::vector<token_index>
 }
 
 /// OMP selection on min ||E_S w - b||, w >= 0: the columns in the order chosen.
+/// \throws std::invalid_argument if total's size differs from mass.rows(), or budget is
+///         < 1 or > mass.cols().
 inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_d& mass, const fit_vector& total,
                                                                    Eigen::Index budget, int nnls_max_iterations = 0) {
   const Eigen::Index m = mass.rows(), n = mass.cols();
@@ -196,6 +198,8 @@ struct mass_fit {
 };
 
 /// Fits w >= 0 in min ||A w - b|| (A: m x t masses of the kept keys, b: m totals).
+/// \throws std::invalid_argument if opt.weight_floor is not > 0, or the NNLS system is
+///         malformed (sizes disagree, no columns).
 inline mass_fit fit_mass(const matrix_d& kept_mass, const fit_vector& total, const attention_matching_options& opt) {
   if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
   const nnls_result sol = nnls(kept_mass, total, opt.nnls_max_iterations);
@@ -229,6 +233,8 @@ struct value_fit {
 };
 
 /// min ||X C - Y||^2 + lambda ||C - V_kept||^2 with lambda = ridge * ||X||_F^2 / t.
+/// \throws std::invalid_argument if ridge is negative or NaN, or the shapes of x, y and
+///         kept_values disagree.
 inline value_fit fit_values(const matrix_d& x, const matrix_d& y, const matrix_f& kept_values, double ridge) {
   if (!(ridge >= 0.0)) throw std::invalid_argument("compact: value ridge must be >= 0");
   if (x.rows() != y.rows() || x.cols() != kept_values.rows() || y.cols() != kept_values.cols())
@@ -298,6 +304,11 @@ inline compaction_result fit_to_targets(const matrix_f& keys, const matrix_f& va
 }  // namespace detail
 
 /// Fits beta and values for a given subset `kept` (ascending, distinct) of the tokens.
+/// \throws std::invalid_argument if the options are invalid (weight floor not > 0,
+///         negative ridge), the cache is empty, K and V disagree or are not finite, kept is
+///         empty, larger than the cache, out of range or not ascending and distinct, or
+///         there are fewer reference queries than kept tokens (or they disagree with K on
+///         head_dim or are not finite).
 inline compaction_result fit_compacted_cache(const matrix_f& keys, const matrix_f& values,
                                              const matrix_f& queries, std::vector<token_index> kept,
                                              const attention_matching_options& opt = {}) {
@@ -316,6 +327,10 @@ inline compaction_result fit_compacted_cache(const matrix_f& keys, const matrix_
 
 /// Attention Matching: select `budget` keys, fit beta (NNLS) and values (least squares).
 /// Needs at least `budget` reference queries (otherwise both fits are underdetermined).
+/// \throws std::invalid_argument if the options are invalid, the cache is empty, K and V
+///         disagree or are not finite, budget is < 1 or exceeds the cache, or there are
+///         fewer than `budget` reference queries (or they disagree with K on head_dim or
+///         are not finite).
 inline compaction_result attention_matching(const matrix_f& keys, const matrix_f& values,
                                             const matrix_f& queries, Eigen::Index budget,
                                             const attention_matching_options& opt = {}) {

@@ -15,6 +15,7 @@ namespace compact {
 
 /// Tokens kept when an n-token cache is compacted `ratio` times: floor(n / ratio),
 /// and at least one. ratio = 1 keeps every token; ratio must lie in [1, n).
+/// \throws std::invalid_argument if n < 1 or ratio is not in [1, n) (NaN included).
 inline Eigen::Index budget_from_ratio(Eigen::Index n, double ratio) {
   if (n < 1) throw std::invalid_argument("compact: the cache has no tokens");
   if (!(ratio > 0.0)) throw std::invalid_argument("compact: compaction ratio must be > 0");

@@ -56,6 +56,9 @@ inline std::vector<token_index> heavy_plus_recent(const std::vector<double>& sco
 }  // namespace detail
 
 /// StreamingLLM: the first sink_tokens tokens and the last budget - sink_tokens.
+/// \throws std::invalid_argument if the cache is empty, K and V disagree or are not
+///         finite, budget is < 1 or exceeds the cache, or sink_tokens is negative or
+///         exceeds the budget.
 inline compaction_result streaming_llm(const matrix_f& keys, const matrix_f& values, Eigen::Index budget,
                                        Eigen::Index sink_tokens = 4) {
   detail::check_cache(keys, values);
@@ -81,6 +84,10 @@ inline std::vector<double> h2o_scores(const matrix_f& keys, const matrix_f& quer
 }
 
 /// H2O: heavy hitters by accumulated attention plus the `recent_tokens` last tokens.
+/// \throws std::invalid_argument if the cache is empty, K and V disagree or are not
+///         finite, there is no reference query (or they disagree with K on head_dim or are
+///         not finite), budget is < 1 or exceeds the cache, or recent_tokens is negative
+///         or does not fit in the budget.
 inline compaction_result h2o(const matrix_f& keys, const matrix_f& values, const matrix_f& queries,
                              Eigen::Index budget, Eigen::Index recent_tokens = 0) {
   detail::check_cache(keys, values);
@@ -133,6 +140,11 @@ inline std::vector<double> snapkv_scores(const matrix_f& keys, const matrix_f& q
 }
 
 /// SnapKV: top pooled observation-window attention plus the recent tokens.
+/// \throws std::invalid_argument if the cache is empty, K and V disagree or are not
+///         finite, the observation window is < 1 or longer than the reference queries
+///         (or they disagree with K on head_dim or are not finite), the pooling kernel is
+///         not odd and >= 1, budget is < 1 or exceeds the cache, or the recent window is
+///         negative or does not fit in the budget.
 inline compaction_result snapkv(const matrix_f& keys, const matrix_f& values, const matrix_f& queries,
                                 Eigen::Index budget, const snapkv_options& opt = {}) {
   detail::check_cache(keys, values);
@@ -152,6 +164,8 @@ constexpr std::uint64_t random_subset_stream = 0x636d7074u;
 
 /// A uniformly random subset of `budget` tokens, deterministic in (seed, n, budget):
 /// the tokens with the smallest 64-bit Philox draws (ties: lower index).
+/// \throws std::invalid_argument if the cache is empty, K and V disagree or are not
+///         finite, or budget is < 1 or exceeds the cache.
 inline compaction_result random_subset(const matrix_f& keys, const matrix_f& values, Eigen::Index budget,
                                        std::uint64_t seed) {
   detail::check_cache(keys, values);

@@ -99,6 +99,8 @@ inline double nnls_default_tolerance(const matrix_d& a, const fit_vector& b) {
 /// `start` (optional, x >= 0): a warm start; its positive entries form the initial
 /// passive set and are made feasible-optimal first (the inner loop), as when a caller
 /// adds columns to a problem it has solved (OMP). residual_norm is left 0: it needs A.
+/// \throws std::invalid_argument if g_full is not square with atb's size, has no
+///         columns, or the warm start has the wrong size.
 inline nnls_result nnls_normal(const matrix_d& g_full, const fit_vector& atb, int max_iterations, double tol,
                                const fit_vector* start = nullptr) {
   const Eigen::Index n = g_full.cols();
@@ -204,6 +206,7 @@ inline nnls_result nnls_normal(const matrix_d& g_full, const fit_vector& atb, in
 }
 
 /// Lawson-Hanson NNLS. max_iterations <= 0: 3 n. tolerance < 0: the default.
+/// \throws std::invalid_argument if a.rows() != b.size() or a has no columns.
 inline nnls_result nnls(const matrix_d& a, const fit_vector& b, int max_iterations = 0, double tolerance = -1.0) {
   if (a.rows() != b.size())
     throw std::invalid_argument("compact: NNLS system has " + std::to_string(a.rows()) + " rows but " +

@@ -50,6 +50,9 @@ matrix_f apply_codec(Codec& codec, const matrix_f& m, const char* what) {
 /// The compacted cache with keys through `key_codec`, values through `value_codec`,
 /// and the biases as stored under `storage` (beta_storage::none requires all-zero
 /// biases: dropping fitted biases silently would change the attention).
+/// \throws std::invalid_argument if the sizes of kept, keys, values and beta disagree, a
+///         codec changes the shape of its matrix, or storage is none while a bias is
+///         nonzero.
 template <class KeyCodec, class ValueCodec>
 compaction_result quantize_compacted(const compaction_result& c, KeyCodec&& key_codec, ValueCodec&& value_codec,
                                      beta_storage storage) {
@@ -68,6 +71,7 @@ compaction_result quantize_compacted(const compaction_result& c, KeyCodec&& key_
 }
 
 /// The same codec for keys and values.
+/// \throws std::invalid_argument as the two-codec overload.
 template <class Codec>
 compaction_result quantize_compacted(const compaction_result& c, Codec&& codec, beta_storage storage) {
   return quantize_compacted(c, codec, codec, storage);
@@ -78,6 +82,7 @@ compaction_result quantize_compacted(const compaction_result& c, Codec&& codec, 
 /// fp8 K and V. Computed in double: exact for any bytes_per_token that is a multiple of
 /// 2^-20 (every packed format's per-token size is a multiple of 1/8 byte) and any
 /// realistic token count.
+/// \throws std::invalid_argument if kept < 0 or bytes_per_token is not > 0.
 inline double compacted_bytes(Eigen::Index kept, double bytes_per_token, beta_storage storage) {
   if (kept < 0) throw std::invalid_argument("compact: kept token count must be >= 0");
   if (!(bytes_per_token > 0.0)) throw std::invalid_argument("compact: bytes per token must be > 0");
@@ -85,6 +90,8 @@ inline double compacted_bytes(Eigen::Index kept, double bytes_per_token, beta_st
 }
 
 /// The most tokens whose compacted_bytes fit in `byte_budget` (0 if none do).
+/// \throws std::invalid_argument if byte_budget is negative or NaN, or bytes_per_token
+///         is not > 0.
 inline Eigen::Index tokens_within_bytes(double byte_budget, double bytes_per_token, beta_storage storage) {
   if (!(byte_budget >= 0.0)) throw std::invalid_argument("compact: byte budget must be >= 0");
   if (!(bytes_per_token > 0.0)) throw std::invalid_argument("compact: bytes per token must be > 0");

@@ -32,6 +32,8 @@ namespace compact {
 
 /// Scores s (m x n) of every query against every key, with optional biases (beta
 /// empty: none; otherwise one per key), in the contract's order.
+/// \throws std::invalid_argument if queries and keys disagree on head_dim, or beta is
+///         non-empty with a size other than keys.rows().
 inline matrix_d attention_scores(const matrix_f& queries, const matrix_f& keys,
                                    const std::vector<float>& beta = {}) {
   if (queries.cols() != keys.cols())
@@ -106,6 +108,7 @@ inline matrix_d softmax_weights(const matrix_d& s) {
 }
 
 /// Outputs o = p V (m x d) in ascending token order.
+/// \throws std::invalid_argument if p.cols() != values.rows().
 inline matrix_d weighted_values(const matrix_d& p, const matrix_f& values) {
   if (p.cols() != values.rows())
     throw std::invalid_argument("compact: " + std::to_string(p.cols()) + " weights per query for " +
@@ -126,6 +129,8 @@ inline matrix_d weighted_values(const matrix_d& p, const matrix_f& values) {
 
 /// Reference attention outputs (m x d) of `queries` over keys/values with optional
 /// per-key biases.
+/// \throws std::invalid_argument if the cache is empty, K and V disagree or are not
+///         finite, or as attention_scores().
 inline matrix_d reference_attention(const matrix_f& queries, const matrix_f& keys, const matrix_f& values,
                                       const std::vector<float>& beta = {}) {
   detail::check_cache(keys, values);
@@ -140,6 +145,8 @@ inline matrix_d compacted_attention(const matrix_f& queries, const compaction_re
 /// Effective attention weights of `queries` (m x n_original) over a compacted cache,
 /// scattered back onto the original token indices; evicted tokens get weight 0, so
 /// rank metrics over the original n tokens apply.
+/// \throws std::invalid_argument if a kept token is outside [0, n_original), or as
+///         attention_scores().
 inline matrix_d effective_weights(const matrix_f& queries, const compaction_result& c, Eigen::Index n_original) {
   for (const token_index t : c.kept)
     if (t < 0 || t >= n_original)
