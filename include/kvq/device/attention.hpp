@@ -101,6 +101,8 @@ inline thrust::counting_iterator<std::size_t> idx(std::size_t i) { return thrust
 /// Double-precision reference attention for nq queries: P = softmax(Q K^T / sqrt(d)), O = P V.
 /// (FloatVec: thrust::device_vector<float>; a template so that the kernel is compiled only
 /// where it is used.)
+/// \throws std::invalid_argument if d = 0 or Q, K, V do not hold nq x d, n x d, n x d
+///         values.
 template <class FloatVec>
 void reference_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, std::size_t nq, std::size_t n,
                          std::size_t d,
@@ -122,6 +124,8 @@ void reference_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V
 
 /// Storage-only emulation (fp32 math, or bf16 with q/K/V already rounded to bf16) over
 /// dequantized K/V; `scale` multiplies q.k (usually 1/sqrt(d)).
+/// \throws std::invalid_argument if d = 0 or Q, K, V do not hold nq x d, n x d, n x d
+///         values.
 template <class FloatVec>
 void storage_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, std::size_t nq, std::size_t n,
                        std::size_t d,
@@ -143,6 +147,8 @@ void storage_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, 
 
 /// FlashAttention-3 FP8 forward emulation; Q/K/V hold values of the FP8 format F
 /// (decoded to float).
+/// \throws std::invalid_argument if d = 0, Q, K, V do not hold nq x d, n x d, n x d
+///         values, or c.block_n = 0.
 template <class F, class FloatVec>
 void fa3_attention(const FloatVec& Q, const FloatVec& K, const FloatVec& V, std::size_t nq, std::size_t n,
                    std::size_t d,

@@ -52,6 +52,7 @@ struct metrics_fn {
 /// Metrics of nq queries: P and P_hat are nq x n (row-major), out gets nq entries.
 /// (DoubleVec: thrust::device_vector<double>; a template so that the kernel is compiled
 /// only where it is used.)
+/// \throws std::invalid_argument if P or P_hat does not hold nq x n values.
 template <class DoubleVec>
 void query_metrics_batch(const DoubleVec& P, const DoubleVec& P_hat, std::size_t nq, std::size_t n,
                          thrust::device_vector<query_metrics>& out) {

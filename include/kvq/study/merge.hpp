@@ -143,6 +143,9 @@ inline std::vector<partial_result> read_partials(const std::vector<std::string>&
 
 /// Checks the shards of one study (complete, each once, same fingerprint, each holding
 /// exactly its own tasks) and returns the replay record with every task's slot.
+/// shards must not be empty.
+/// \throws usage_error if the shards differ in version, seed, grid or shard count, a shard
+///         is given twice or missing, or a shard holds other tasks than its own.
 inline shard_state merged_state(const std::vector<const partial_result*>& shards) {
   const partial_result& first = *shards.front();
   const std::string study = first.data["study"].get<std::string>();
@@ -216,6 +219,8 @@ struct merged_run {
 
 /// Checks the shards of one study (merged_state) and replays the study on their slots.
 /// partial_result::path names a shard in messages (its file, or "rank R" in kvq-mpi).
+/// \throws usage_error as merged_state(), or if the shards are from another kvq version
+///         or their grid or phases do not match this build's study.
 inline merged_run merge_study(const study_def& def, const std::vector<const partial_result*>& shards,
                               const std::string& command_line) {
   shard_state st = merged_state(shards);

@@ -44,6 +44,8 @@ namespace kvq::study {
 using file_set = std::vector<std::pair<std::string, std::string>>;
 
 /// Writes every file of the set, or none of them (see the header comment).
+/// \throws std::runtime_error naming the file and the reason if a file cannot be written
+///         or renamed (the temporary files are removed).
 inline void write_files_atomic(const file_set& files) {
   static std::atomic<unsigned long long> counter{0};
   const std::string tag = "." + std::to_string(static_cast<long long>(KVQ_STUDY_PID())) + "." +
@@ -80,6 +82,8 @@ inline void write_files_atomic(const file_set& files) {
 }
 
 /// Makes sure DIR exists and accepts files, before a (possibly long) run starts.
+/// \throws usage_error if DIR is empty, exists and is not a directory, cannot be created,
+///         or is not writable.
 inline void check_out_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   if (dir.empty()) throw usage_error("--out: empty directory name");

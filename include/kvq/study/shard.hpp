@@ -156,6 +156,8 @@ void decode_slot(const json& j, std::vector<T>& v) {
 /// run_tasks for a study's main phase: in a plain run it is run_tasks; in a shard it runs
 /// only the owned tasks and then records save(i) (a json) for each of them, in index
 /// order; in the merge it runs nothing and calls load(i, slot) for every task.
+/// \throws usage_error in the merge if the recorded call does not match n tasks; any
+///         exception of fn as run_tasks().
 template <class Fn, class Save, class Load>
 void run_sharded_tasks(const context& ctx, std::size_t n, const std::vector<double>& cost, Fn&& fn, Save&& save,
                        Load&& load) {
