@@ -7,6 +7,11 @@ schemes (NVFP4, OCP MX, FP8 KV stores) reproduce named reference recipes
 
 Arrays: NumPy arrays or anything that speaks DLPack (PyTorch CPU tensors). A
 C-contiguous array of the expected dtype is read in place; results are NumPy arrays.
+
+``kvq.capture`` records the Q, K and V of a Hugging Face ``transformers`` model in kvq's
+KV file format (it needs torch, and safetensors for .safetensors files; neither is
+imported until it is called). ``kvq.run_study`` runs the studies of the ``kvq`` command
+and returns their tables as NumPy columns.
 """
 
 from ._kvq import (
@@ -25,6 +30,8 @@ from ._kvq import (
     schemes,
     verify,
 )
+from .capture import capture, load_capture
+from .study import run_study, studies
 
 __version__ = "0.1.0"
 
@@ -33,6 +40,7 @@ __all__ = [
     "Mismatch",
     "Report",
     "bits_per_value",
+    "capture",
     "decode",
     "dequantize",
     "describe",
@@ -40,7 +48,10 @@ __all__ = [
     "encode_stochastic",
     "format_table",
     "formats",
+    "load_capture",
     "quantize",
+    "run_study",
     "schemes",
+    "studies",
     "verify",
 ]

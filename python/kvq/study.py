@@ -1,0 +1,106 @@
+"""The studies of the kvq command, from Python: ``kvq.run_study(name, **grid)`` runs the
+same study code as ``kvq study NAME`` and returns its tables as NumPy columns.
+
+Grid options are keyword arguments named as on the command line with ``-`` written
+``_`` (``outlier_channels=2`` is ``--outlier-channels 2``). Values are turned into the
+option text the command line would get: a list or tuple is comma-joined, an int is
+written in decimal, a float with ``repr`` (the shortest text that reads back as the same
+double), a str is passed as it is (``contexts="1k,4k"`` works as on the command line).
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+__all__ = ["run_study", "studies"]
+
+
+def _engine():
+    try:
+        from . import _study
+    except ImportError as e:  # built without nlohmann-json / CLI11
+        raise ImportError("kvq was built without the study engine (it needs nlohmann-json and CLI11 at build "
+                          "time); kvq.run_study is not available") from e
+    return _study
+
+
+def studies() -> List[Dict[str, Any]]:
+    """The studies: one dict per study with ``name``, ``summary``, ``description`` and
+    ``params`` (each: ``name``, ``kind``, ``default``, ``quick_default``, ``help``,
+    ``allowed``; defaults as option text)."""
+    return _engine().studies()
+
+
+def _option_text(key: str, value) -> str:
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"run_study: {key}={value!r}: grid values are numbers, names or lists of them")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if isinstance(value, numbers.Real):
+        return repr(float(value))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = list(value)
+        if not items:
+            raise ValueError(f"run_study: {key} is an empty list")
+        for v in items:
+            if isinstance(v, (list, tuple, np.ndarray)):
+                raise ValueError(f"run_study: {key}: nested lists are not grid values")
+        return ",".join(_option_text(key, v) for v in items)
+    raise ValueError(f"run_study: {key}={value!r}: grid values are numbers, names or lists of them, "
+                     f"not {type(value).__name__}")
+
+
+def _column(values: list) -> np.ndarray:
+    if all(isinstance(v, int) for v in values):
+        return np.array(values, dtype=np.int64)
+    if all(isinstance(v, (int, float)) for v in values):
+        return np.array(values, dtype=np.float64)
+    return np.array(values, dtype=object)
+
+
+def run_study(name: str, quick: bool = False, seed: int = 1, threads: Optional[int] = None,
+              **grid) -> Dict[str, Any]:
+    """Run the study ``name`` (``kvq.studies()`` lists them) on its default grid
+    (``quick=True``: the ``--quick`` grid) with the given overrides.
+
+    ``seed`` and ``threads`` are ``--seed`` and ``--threads`` (default: all hardware
+    threads; the results do not depend on it). Returns a dict:
+
+    * ``tables``: {file stem: {column: 1-D array}}, one entry per CSV file the command
+      would write (``"outliers"`` for outliers.csv, ``"sinks_budget"`` for
+      sinks_budget.csv): int64 columns for integer cells, float64 for reals, object
+      arrays of str for text;
+    * ``titles``: {file stem: the table's heading}; ``help``: {file stem: {column: meaning}};
+    * ``findings``: the plain-words lines; ``setup`` and ``grid``: dicts, as in the
+      study's JSON file; ``threads``: the thread count used.
+
+    Raises ``ValueError`` naming the problem for an unknown study or grid option, or a
+    value the grid rejects (the command line's message).
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"run_study: name must be a str, got {type(name).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**64:
+        raise ValueError(f"run_study: seed {seed!r} is not a valid seed (allowed: 0 to {2**64 - 1})")
+    if threads is None:
+        threads = 0
+    elif isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or not 1 <= int(threads) <= 4096:
+        raise ValueError(f"run_study: threads {threads!r} is not a valid thread count (allowed: 1 to 4096)")
+    overrides = [(key.replace("_", "-"), _option_text(key, value)) for key, value in grid.items()]
+    raw = _engine().run_study(name, bool(quick), int(seed), int(threads), overrides)
+    tables, titles, helps = {}, {}, {}
+    for t in raw["tables"]:
+        stem = name if not t["name"] else f"{name}_{t['name']}"
+        cols = [c for c, _ in t["columns"]]
+        rows = t["rows"]
+        tables[stem] = {c: _column([r[i] for r in rows]) if rows else np.array([], dtype=np.float64)
+                        for i, c in enumerate(cols)}
+        titles[stem] = t["title"]
+        helps[stem] = dict(t["columns"])
+    return {"tables": tables, "titles": titles, "help": helps, "findings": list(raw["findings"]),
+            "setup": json.loads(raw["setup"]), "grid": json.loads(raw["grid"]), "threads": raw["threads"]}
