@@ -272,7 +272,10 @@ stage_python() {
   # way; each isolated build sees nanobind at a new temporary path, so the extension and
   # nanobind's library are recompiled every time. Measured on a shared 2-core machine:
   # 3m37s wall (1m03s CPU) with a new venv, 1m30s (49 s CPU) on a rerun; the tests take
-  # about a second. The torch-based tests are left to python-peers.
+  # about a second. The study engine's module (kvq._study, for kvq.run_study) adds about
+  # 44 CPU-s of compilation to that; test_run_study.py runs the outliers --quick grid
+  # against $B/ci-release/kvq (skipped when it is not built), about 8 s. The torch-based
+  # tests are left to python-peers.
   local venv=$B/ci-python/venv
   [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
