@@ -111,6 +111,8 @@ def capture(model, tokenizer, texts: Union[str, Sequence[str]], path, layers: Op
         ``max_position_embeddings``.
     model_name: the ``model`` metadata entry (default: ``model.config.name_or_path``).
 
+    The arrays are float32 whatever the model's dtype (bf16/fp16 values convert exactly).
+
     Returns
     -------
     dict with ``tensors`` (name -> float32 array ``[heads, tokens, head_dim]``, as
@@ -129,6 +131,8 @@ def capture(model, tokenizer, texts: Union[str, Sequence[str]], path, layers: Op
         raise ValueError(f"capture: model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(tokenizer):
         raise ValueError(f"capture: tokenizer must be callable (a transformers tokenizer), got {type(tokenizer).__name__}")
+    if model_name is not None and not isinstance(model_name, str):
+        raise ValueError(f"capture: model_name must be a str, got {type(model_name).__name__}")
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
         raise ValueError(f"capture: max_tokens must be an int, got {type(max_tokens).__name__}")
     limit = getattr(getattr(model, "config", None), "max_position_embeddings", None)
@@ -171,6 +175,10 @@ def capture(model, tokenizer, texts: Union[str, Sequence[str]], path, layers: Op
     def recorder(key: str, heads: int):
         def hook(_mod, _inp, out):
             # out: [batch=1, tokens, heads * head_dim] -> [heads, tokens, head_dim]
+            if key in recorded:
+                # ALBERT-style models run one attention module in every layer.
+                raise ValueError(f"capture: {key} recorded twice: the attention module is shared across layers, "
+                                 "which this capture cannot tell apart")
             t = out.detach()
             b, s, hd = t.shape
             if hd % heads:

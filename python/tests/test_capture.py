@@ -181,6 +181,7 @@ def test_truncation(model_and_tokenizer, tmp_path):
     (dict(max_tokens=64.0), "max_tokens must be an int"),
     (dict(model="not a model"), "model must be a torch.nn.Module"),
     (dict(model=torch.nn.Linear(2, 2)), "no BERT-style attention modules"),
+    (dict(model_name=3), "model_name must be a str"),
 ])
 def test_bad_input(model_and_tokenizer, tmp_path, kwargs, message):
     model, tok = model_and_tokenizer
@@ -218,3 +219,16 @@ def test_outliers_study_reads_the_capture(captured, tmp_path):
     bad = subprocess.run([exe, "study", "outliers", "--quick", "--kv", str(path), "--kv-layer", "6",
                           "--kv-head", "0"], capture_output=True, text=True)
     assert bad.returncode == 2, bad.stderr
+
+
+def test_shared_attention_module_is_refused(model_and_tokenizer, tmp_path):
+    """ALBERT runs one attention module in every layer: its hooks would fire once per
+    layer, so capture refuses instead of writing the last layer under layer 0's name."""
+    _, tok = model_and_tokenizer
+    cfg = transformers.AlbertConfig(vocab_size=tok.vocab_size, embedding_size=16, hidden_size=32,
+                                    num_hidden_layers=3, num_attention_heads=2, intermediate_size=37)
+    torch.manual_seed(0)
+    albert = transformers.AlbertModel(cfg).eval()
+    with pytest.raises(ValueError, match="shared across layers"):
+        kvq.capture(albert, tok, TEXTS, tmp_path / "kv.safetensors")
+    assert not list(tmp_path.iterdir())
