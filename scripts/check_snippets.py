@@ -25,6 +25,7 @@ Exit status: 0 when all is well, 1 with one line per problem otherwise.
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -119,7 +120,8 @@ def cli_commands(body):
 
 def run_cli(kvq, workdir, root):
     problems = []
-    os.makedirs(workdir, exist_ok=True)
+    shutil.rmtree(workdir, ignore_errors=True)  # every run starts from an empty directory
+    os.makedirs(workdir)
     count = 0
     for page in pages(root) + [os.path.join(root, "README.md")]:
         rel = os.path.relpath(page, root)
