@@ -11,6 +11,8 @@
 #   asan-tests      ctest -L quick under ASan/UBSan
 #   package         cmake --install to a temporary prefix, then tests/package/ (a separate
 #                   project) finds it with find_package(kvq CONFIG REQUIRED), builds and runs
+#   docs            the API reference: doxygen docs/Doxyfile, failing on any warning (one
+#                   test in the totals; scripts/doxygen_warnings.sh counts them per file)
 #   python          pip install of the Python package (pyproject.toml) into the venv
 #                   build/ci-python, then pytest python/tests with ml_dtypes as the peer
 #   python-peers    adds torch and torchao to that venv and runs their oracle tests, then
@@ -48,7 +50,7 @@ else
 fi
 B=$ROOT/build
 
-STAGES=(deps release-build release-tests asan-build asan-tests package python python-peers bench-smoke notebooks)
+STAGES=(deps release-build release-tests asan-build asan-tests package docs python python-peers bench-smoke notebooks)
 read -r -a SELECTED <<<"${KVQ_STAGES:-${STAGES[*]}}"
 
 CMAKE_COMMON=()
@@ -231,6 +233,23 @@ stage_package() {
         -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
   cmake --build "$B/ci-package" -j "$JOBS"
   run_ctest "$B/ci-package"
+}
+
+stage_docs() {
+  # The API reference from the headers (docs/Doxyfile: undocumented public API and doc
+  # syntax errors are warnings, WARN_AS_ERROR=FAIL_ON_WARNINGS). Counts as one test.
+  rm -rf "$B/docs"
+  mkdir -p "$B/docs"
+  if (cd "$ROOT" && doxygen docs/Doxyfile); then
+    TOTAL_PASSED=$((TOTAL_PASSED + 1))
+  else
+    echo "doxygen: warnings (first 40 of $B/docs/warnings.log; per file below):" >&2
+    head -n 40 "$B/docs/warnings.log" >&2 || true
+    bash "$ROOT/scripts/doxygen_warnings.sh" --no-run >&2 || true
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    CURRENT_COUNTED_FAILURE=1
+    return 1
+  fi
 }
 
 # run_pytest VENV ARGS...: runs pytest from VENV (ARGS: test paths and options), adds its counts to the
