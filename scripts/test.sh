@@ -10,7 +10,8 @@
 #   asan-build      Debug -O1 build with -fsanitize=address,undefined in build/ci-asan
 #   asan-tests      ctest -L quick under ASan/UBSan
 #   package         cmake --install to a temporary prefix, then tests/package/ (a separate
-#                   project) finds it with find_package(kvq CONFIG REQUIRED), builds and runs
+#                   project) finds it with find_package(kvq CONFIG REQUIRED), builds and runs;
+#                   so does the user guide's consumer project (docs/guide/snippets/consumer)
 #   docs            the API reference: doxygen docs/Doxyfile, failing on any warning (one
 #                   test in the totals; scripts/doxygen_warnings.sh counts them per file)
 #   python          pip install of the Python package (pyproject.toml) into the venv
@@ -233,6 +234,22 @@ stage_package() {
         -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
   cmake --build "$B/ci-package" -j "$JOBS"
   run_ctest "$B/ci-package"
+  # The user guide's consumer project (docs/guide/install.md shows these files verbatim),
+  # built against the same install; one test in the totals.
+  rm -rf "$B/ci-guide-consumer"
+  cmake -S "$ROOT/docs/guide/snippets/consumer" -B "$B/ci-guide-consumer" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_PACKAGE_NO_PACKAGE_REGISTRY=ON
+  cmake --build "$B/ci-guide-consumer" -j "$JOBS"
+  local out
+  out=$("$B/ci-guide-consumer/app")
+  if [[ $out == "0.3 -> e4m3 0x2a = 0.3125" ]]; then
+    TOTAL_PASSED=$((TOTAL_PASSED + 1))
+  else
+    echo "guide consumer printed '$out', the guide says '0.3 -> e4m3 0x2a = 0.3125'" >&2
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    CURRENT_COUNTED_FAILURE=1
+    return 1
+  fi
 }
 
 stage_docs() {
