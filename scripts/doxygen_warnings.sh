@@ -5,7 +5,8 @@
 #   bash scripts/doxygen_warnings.sh --no-run   # counts the log of the last run
 #
 # The log is build/docs/warnings.log (docs/Doxyfile, WARN_LOGFILE). A warning is a line
-# "FILE:LINE: warning|error: ..."; continuation lines (parameter lists) are not counted.
+# "FILE:LINE: warning|error: ..." or "warning|error: ..."; continuation lines (parameter
+# lists) are not counted.
 # Exit status: 0 when there is no warning, 1 otherwise, 2 on bad usage.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,7 +26,9 @@ if [[ ! -f $LOG ]]; then
   exit 2
 fi
 
-counts=$(grep -E '^[^ ][^:]*:[0-9]+: (warning|error): ' "$LOG" | cut -d: -f1 | sed "s|^$ROOT/||" |
+# Warnings without a place ("error: ...", e.g. about a graph) count under "(no file)".
+counts=$( { grep -E '^[^ ][^:]*:[0-9]+: (warning|error): ' "$LOG" | cut -d: -f1 | sed "s|^$ROOT/||"
+            grep -E '^(warning|error): ' "$LOG" | sed 's/.*/(no file)/'; } |
          sort | uniq -c | sort -k1,1nr -k2 || true)
 total=0
 if [[ -n $counts ]]; then
