@@ -33,6 +33,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 from matplotlib.transforms import Bbox, blended_transform_factory  # noqa: E402
 
 # ---------------------------------------------------------------------------------------
@@ -166,12 +167,17 @@ class Panel:
 
     LINESTYLES = ["-", "--", ":", "-."]
 
-    def __init__(self, ax, undefined="undefined", pos_inf="+inf", xscale="linear", yscale="linear",
-                 style=None, rtol=1e-6):
+    def __init__(self, ax, undefined="undefined", pos_inf="+inf", yscale="linear", style=None,
+                 rtol=1e-6, xjitter=0.0):
+        """undefined / pos_inf: the study's reason for a NaN / +inf value (legend text);
+        yscale: "linear" or "log" (set the x scale on ax yourself); style: {name: dict(color,
+        marker, ls)} overriding the automatic ones; xjitter: draw series i's points at
+        x * (1 + xjitter * (i - (n - 1) / 2)), so error bars at the same x stay apart."""
         self.ax = ax
+        self.xjitter = xjitter
         self.undefined = undefined
         self.pos_inf = pos_inf
-        self.xscale, self.yscale = xscale, yscale
+        self.yscale = yscale
         self.style = style or {}
         self.rtol = rtol
         self.series = {}
@@ -179,11 +185,14 @@ class Panel:
         self.groups = []
         self.counts = {}
 
-    def add(self, name, x, y, **kw):
+    def add(self, name, x, y, yerr=None, **kw):
+        """One series; yerr: optional (2, len) array of lower/upper error bar lengths."""
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         order = np.argsort(x, kind="stable")
         self.series[name] = (x[order], y[order])
+        if yerr is not None:
+            kw["yerr"] = np.asarray(yerr, dtype=float)[:, order]
         self.kw[name] = kw
         return self
 
@@ -197,7 +206,6 @@ class Panel:
 
     def finish(self, legend="below", ncol=None, fontsize=7):
         ax = self.ax
-        ax.set_xscale(self.xscale)
         ax.set_yscale(self.yscale)
         self.groups = coincident_groups(self.series, self.rtol)
         rank = {}  # position of a series within its coincident group
@@ -210,11 +218,13 @@ class Panel:
         auto = styles(names)
         handles = []
         edge = {"nan": [], "pinf": [], "ninf": [], "zero": []}
-        for n in names:
+        for i, n in enumerate(names):
             x, y = self.series[n]
+            x = x * (1.0 + self.xjitter * (i - (len(names) - 1) / 2.0))
             st = dict(auto[n])
             st.update(self.style.get(n, {}))
             st.update(self.kw[n])
+            yerr = st.pop("yerr", None)
             j = rank.get(n, 0)
             ls = st.pop("ls", st.pop("linestyle", "-"))
             if j:
@@ -228,6 +238,9 @@ class Panel:
             line, = ax.plot(x[ok], y[ok], ls=ls, marker=st["marker"], color=st["color"], ms=ms,
                             mfc=mfc, lw=1.2, label=label, zorder=2 + j)
             handles.append(line)
+            if yerr is not None and ok.any():
+                ax.errorbar(x[ok], y[ok], yerr=yerr[:, ok], fmt="none", ecolor=st["color"], capsize=3,
+                            lw=0.9, zorder=1)
             for key, mask in (("nan", nan), ("pinf", pinf), ("ninf", ninf), ("zero", zero)):
                 if mask.any():
                     edge[key].append((n, x[mask], st["color"]))
@@ -271,12 +284,20 @@ class Panel:
         na, nb = a - fb * span, b + ft * span
         ax.set_ylim(finv(na), finv(nb))
         tr = blended_transform_factory(ax.transData, ax.transAxes)
+        # No tick inside a band: a band position is not a value.
+        for minor in (False, True):
+            ticks = [t for t in ax.get_yticks(minor=minor) if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9)
+                     or (self.yscale != "log" and lo - 1e-12 <= t <= hi + 1e-12)]
+            ax.set_yticks(ticks, minor=minor)
+        ax.set_ylim(finv(na), finv(nb))
         if bottom:
             ax.axhspan(finv(na), lo, color="0.92", zorder=0, lw=0)
-            ax.text(0.005, fb - 0.01, "not on the scale", transform=ax.transAxes, fontsize=6,
-                    color="0.4", va="top", ha="left")
+            ax.text(-0.01, fb / 2, "not on\nthe scale", transform=ax.transAxes, fontsize=6,
+                    color="0.35", va="center", ha="right")
         if top:
             ax.axhspan(hi, finv(nb), color="0.92", zorder=0, lw=0)
+            ax.text(-0.01, 1 - ft / 2, "+inf", transform=ax.transAxes, fontsize=6,
+                    color="0.35", va="center", ha="right")
         marks = {"nan": ("x", self.undefined and f"undefined (NaN): {self.undefined}"),
                  "ninf": ("v", "-inf"),
                  "zero": ("o", "0 (not on the log scale)"),
@@ -351,7 +372,8 @@ def place_labels(ax, xs, ys, labels, fontsize=6, color="0.15", pad=1.5):
                 va = "bottom" if dy > 1 else ("top" if dy < -1 else "center")
                 t = ax.annotate(labels[i], (xs[i], ys[i]), xytext=(dx * 72 / DPI, dy * 72 / DPI),
                                 textcoords="offset points", fontsize=fontsize, ha=ha, va=va, color=color)
-                bb = t.get_window_extent(renderer)
+                t.update_positions(renderer)
+                bb = Text.get_window_extent(t, renderer)
                 t.remove()
                 bb = Bbox.from_extents(bb.x0 - pad, bb.y0 - pad, bb.x1 + pad, bb.y1 + pad)
                 inside = box.x0 <= bb.x0 and bb.x1 <= box.x1 and box.y0 <= bb.y0 and bb.y1 <= box.y1
@@ -364,11 +386,12 @@ def place_labels(ax, xs, ys, labels, fontsize=6, color="0.15", pad=1.5):
             if fit:
                 break
         dx, dy, ha, va, r = fit if fit else fallback[1:]
-        arrow = dict(arrowstyle="-", color="0.55", lw=0.6, shrinkA=0, shrinkB=3) if r > radii[1] else None
+        arrow = dict(arrowstyle="-", color="0.4", lw=0.6, shrinkA=0, shrinkB=3) if r > radii[1] else None
         t = ax.annotate(labels[i], (xs[i], ys[i]), xytext=(dx * 72 / DPI, dy * 72 / DPI),
                         textcoords="offset points", fontsize=fontsize, ha=ha, va=va, color=color,
                         arrowprops=arrow)
-        bb = t.get_window_extent(renderer)
+        t.update_positions(renderer)
+        bb = Text.get_window_extent(t, renderer)
         occupied.append(Bbox.from_extents(bb.x0 - pad, bb.y0 - pad, bb.x1 + pad, bb.y1 + pad))
         out[i] = t
     return out
@@ -379,5 +402,7 @@ def label_overlaps(ax, annotations):
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
-    bbs = [a.get_window_extent(renderer) for a in annotations]
+    for a in annotations:
+        a.update_positions(renderer)
+    bbs = [Text.get_window_extent(a, renderer) for a in annotations]
     return [(i, j) for i in range(len(bbs)) for j in range(i + 1, len(bbs)) if bbs[i].overlaps(bbs[j])]
