@@ -26,6 +26,7 @@ import math
 import os
 import pathlib
 import subprocess
+import textwrap
 
 import numpy as np
 import matplotlib
@@ -87,11 +88,19 @@ def load_csv(path):
 
 
 def grid_name(meta):
-    """'--quick grid' or 'full default grid' (or the options given), from the run's JSON."""
+    """'--quick grid', 'default (full) grid' or 'default grid with --contexts ...', from the
+    run's JSON (its "quick" flag and the grid options on its command line)."""
     cmd = meta.get("command", "")
-    if isinstance(cmd, list):
-        cmd = " ".join(cmd)
-    return "--quick grid" if "--quick" in str(cmd) else "default (full) grid"
+    words = cmd if isinstance(cmd, list) else str(cmd).split()
+    base = "--quick grid" if meta.get("quick", "--quick" in words) else "default (full) grid"
+    plain = {"--out", "--threads", "--seed", "--quick", "--shard"}
+    extra, i = [], 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--") and w.split("=")[0] not in plain:
+            extra.append(w if "=" in w or i + 1 >= len(words) else f"{w} {words[i + 1]}")
+        i += 1
+    return base + (" with " + " ".join(extra) if extra else "")
 
 
 def describe_run(meta):
@@ -112,7 +121,8 @@ def save(fig, name):
 # ---------------------------------------------------------------------------------------
 # Styles: a colour and a marker per series, stable for a given list of names, so a scheme
 # looks the same in every panel of a figure.
-COLORS = list(plt.cm.tab10.colors)
+# tab10 first, then the light shades of tab20 (a twelfth series must not reuse the first's colour).
+COLORS = list(plt.cm.tab10.colors) + [plt.cm.tab20.colors[2 * i + 1] for i in range(10)]
 MARKERS = "osD^vP*X<>hp"
 
 
@@ -141,7 +151,8 @@ def _same(a, b, rtol):
 
 def coincident_groups(series, rtol=1e-6):
     """Groups (lists of names, in series order) of two or more series whose x and y agree
-    on every point (NaN where the other is NaN, values to rtol)."""
+    on every point (NaN where the other is NaN, values to rtol). Series without a finite
+    point are left out: their marks in the bands already show each one."""
     names = list(series)
     seen, groups = set(), []
     for i, a in enumerate(names):
@@ -151,7 +162,7 @@ def coincident_groups(series, rtol=1e-6):
         g = [a]
         for b in names[i + 1:]:
             xb, yb = series[b]
-            if b not in seen and len(xa) > 0 and _same(xa, xb, 0.0) and _same(ya, yb, rtol):
+            if b not in seen and np.isfinite(ya).any() and _same(xa, xb, 0.0) and _same(ya, yb, rtol):
                 g.append(b)
         if len(g) > 1:
             seen.update(g)
@@ -249,7 +260,7 @@ class Panel:
         self._draw_bands(edge, handles)
         ax.grid(alpha=0.3)
         if legend:
-            nc = ncol or (3 if len(handles) > 6 else 2)
+            nc = ncol or 2
             if legend == "below":
                 ax.legend(handles=handles, fontsize=fontsize, ncol=nc, loc="upper center",
                           bbox_to_anchor=(0.5, -0.16), frameon=False)
@@ -314,7 +325,7 @@ class Panel:
                 ax.plot(x, np.full(len(x), yy), ls="none", marker=m, color=c, ms=6,
                         mfc="none" if m == "o" else c, mew=1.5, transform=tr, clip_on=False, zorder=5)
             handles.append(Line2D([], [], ls="none", marker=m, color="0.25", mfc="none" if m == "o" else "0.25",
-                                  mew=1.5, label=text))
+                                  mew=1.5, label=textwrap.fill(text, 48)))
 
     def notes(self):
         """Sentences naming the coincident series and the series with undefined points."""
@@ -343,12 +354,13 @@ def check_legend(ax, names):
 
 # ---------------------------------------------------------------------------------------
 # Deterministic label placement: no adjustText on Debian's matplotlib stack.
-def place_labels(ax, xs, ys, labels, fontsize=6, color="0.15", pad=1.5):
+def place_labels(ax, xs, ys, labels, fontsize=6, color="0.15", pad=1.5, lines=()):
     """Write labels[i] near (xs[i], ys[i]) where it overlaps no other label, no point and
     stays inside the axes: candidate offsets on rings of growing radius, in a fixed order
     of directions, first fit wins; a gray leader line joins a label that moved off its
     point's first ring. Points are processed from the most crowded outward, so the result
-    depends only on the data. Returns the annotations."""
+    depends only on the data. lines: (x, y) polylines (data coordinates) labels should not
+    cross either. Returns the annotations."""
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -356,6 +368,12 @@ def place_labels(ax, xs, ys, labels, fontsize=6, color="0.15", pad=1.5):
     box = ax.get_window_extent(renderer)
     r_pt = 4.0 * DPI / 72.0  # marker half-size in pixels
     occupied = [Bbox.from_extents(px - r_pt, py - r_pt, px + r_pt, py + r_pt) for px, py in pts]
+    for lx, ly in lines:
+        q = ax.transData.transform(np.column_stack([np.asarray(lx, float), np.asarray(ly, float)]))
+        for (x0, y0), (x1, y1) in zip(q[:-1], q[1:]):
+            for t in np.linspace(0.0, 1.0, max(2, int(np.hypot(x1 - x0, y1 - y0) / 3))):
+                cx, cy = x0 + t * (x1 - x0), y0 + t * (y1 - y0)
+                occupied.append(Bbox.from_extents(cx - 1, cy - 1, cx + 1, cy + 1))
     # Crowded first: the number of other points within 40 px.
     d = np.hypot(pts[:, None, 0] - pts[None, :, 0], pts[:, None, 1] - pts[None, :, 1])
     crowd = (d < 40).sum(axis=1)
