@@ -324,8 +324,22 @@ class Panel:
                     yy = lane * (bottom.index(n) + 0.8)
                 ax.plot(x, np.full(len(x), yy), ls="none", marker=m, color=c, ms=6,
                         mfc="none" if m == "o" else c, mew=1.5, transform=tr, clip_on=False, zorder=5)
+                self._lane_label(n, x, yy, c)
             handles.append(Line2D([], [], ls="none", marker=m, color="0.25", mfc="none" if m == "o" else "0.25",
                                   mew=1.5, label=textwrap.fill(text, 48)))
+
+    def _lane_label(self, name, x, yy, color):
+        """The series' name in its lane, in the widest gap between the lane's marks, so two
+        series of one colour (a scheme with and without a variant) are told apart."""
+        ax = self.ax
+        xa = sorted(ax.transAxes.inverted().transform(ax.transData.transform(np.column_stack([x, np.ones(len(x))])))[:, 0])
+        edges = [0.0] + [float(v) for v in xa] + [1.0]
+        gaps = [(edges[i + 1] - edges[i], i) for i in range(len(edges) - 1)]
+        width, i = max(gaps)
+        if width < 0.08:
+            return
+        ax.text((edges[i] + edges[i + 1]) / 2, yy, name, transform=ax.transAxes, fontsize=5.5, color=color,
+                ha="center", va="center", zorder=5, clip_on=False)
 
     def notes(self):
         """Sentences naming the coincident series and the series with undefined points."""
