@@ -418,7 +418,7 @@ def place_labels(ax, xs, ys, labels, fontsize=6, color="0.15", pad=1.5, lines=()
             if fit:
                 break
         dx, dy, ha, va, r = fit if fit else fallback[1:]
-        arrow = dict(arrowstyle="-", color="0.4", lw=0.6, shrinkA=0, shrinkB=3) if r > radii[1] else None
+        arrow = dict(arrowstyle="-", color="0.4", lw=0.6, shrinkA=0, shrinkB=3) if r > radii[0] else None
         t = ax.annotate(labels[i], (xs[i], ys[i]), xytext=(dx * 72 / DPI, dy * 72 / DPI),
                         textcoords="offset points", fontsize=fontsize, ha=ha, va=va, color=color,
                         arrowprops=arrow)
