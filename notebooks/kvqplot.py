@@ -46,11 +46,24 @@ from matplotlib.transforms import Bbox, blended_transform_factory  # noqa: E402
 #   KVQ_OUT      where fresh runs write their CSV/JSON (default: build/notebooks)
 #   KVQ_FIGURES  where the PNG figures go (default: docs/figures)
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-KVQ = os.environ.get("KVQ_BIN", str(ROOT / "build" / "release" / "kvq"))
+
+
+def _env_path(name, default):
+    """A path from the environment. Jupyter starts the kernel in the notebook's folder, so a
+    relative path is taken relative to the folder the command was started in ($PWD, which
+    the kernel inherits), as the user typed it."""
+    v = os.environ.get(name, "")
+    if not v:
+        return pathlib.Path(default)
+    p = pathlib.Path(v)
+    return p if p.is_absolute() else pathlib.Path(os.environ.get("PWD", ROOT)) / p
+
+
+KVQ = str(_env_path("KVQ_BIN", ROOT / "build" / "release" / "kvq"))
 QUICK = os.environ.get("KVQ_FULL", "") == ""
-RESULTS = os.environ.get("KVQ_RESULTS", "")
-OUT = pathlib.Path(os.environ.get("KVQ_OUT", ROOT / "build" / "notebooks"))
-FIG = pathlib.Path(os.environ.get("KVQ_FIGURES", ROOT / "docs" / "figures"))
+RESULTS = str(_env_path("KVQ_RESULTS", "")) if os.environ.get("KVQ_RESULTS") else ""
+OUT = _env_path("KVQ_OUT", ROOT / "build" / "notebooks")
+FIG = _env_path("KVQ_FIGURES", ROOT / "docs" / "figures")
 DPI = 110
 plt.rcParams["figure.dpi"] = DPI  # offsets in points and pixels agree between draw and save
 
