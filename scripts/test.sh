@@ -19,8 +19,9 @@
 #   python-peers    adds torch and torchao to that venv and runs their oracle tests, then
 #                   transformers, safetensors and all-MiniLM-L6-v2 for the capture test
 #   bench-smoke     runs each benchmark on a tiny array for a few seconds (no timing claims)
-#   notebooks       executes every notebooks/*.ipynb headless on the --quick study grids
-#                   with the Release kvq command (each notebook counts as one test)
+#   notebooks       checks the plotting helper notebooks/kvqplot.py, then executes every
+#                   notebooks/*.ipynb headless on the --quick study grids with the Release
+#                   kvq command (the check and each notebook count as one test)
 # and prints a summary: each stage's status and time, then a last line
 #   N passed, N failed
 # summing every ctest run. A stage that fails outside ctest (a build, say) counts as one
@@ -365,6 +366,15 @@ stage_notebooks() {
   local out=$B/ci-notebooks nb
   rm -rf "$out"
   mkdir -p "$out"
+  # The plotting helper every notebook uses, on data with known answers (Debian's python3:
+  # the one setup-deps gives matplotlib).
+  if KVQ_FIGURES=$out/kvqplot-check /usr/bin/python3 "$ROOT/notebooks/test_kvqplot.py"; then
+    TOTAL_PASSED=$((TOTAL_PASSED + 1))
+  else
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    CURRENT_COUNTED_FAILURE=1
+    return 1
+  fi
   for nb in "$ROOT"/notebooks/*.ipynb; do
     if KVQ_BIN=$B/ci-release/kvq KVQ_OUT=$out/results KVQ_FIGURES=$out/figures \
        jupyter nbconvert --to notebook --execute --output-dir "$out" "$nb"; then
