@@ -192,9 +192,10 @@ class Panel:
     LINESTYLES = ["-", "--", ":", "-."]
 
     def __init__(self, ax, undefined="undefined", pos_inf="+inf", yscale="linear", style=None,
-                 rtol=1e-6, xjitter=0.0):
+                 rtol=1e-6, xjitter=0.0, yscale_kw=None):
         """undefined / pos_inf: the study's reason for a NaN / +inf value (legend text);
-        yscale: "linear" or "log" (set the x scale on ax yourself); style: {name: dict(color,
+        yscale: "linear", "log" or "symlog" (with yscale_kw, e.g. linthresh; set the x scale
+        on ax yourself); style: {name: dict(color,
         marker, ls)} overriding the automatic ones; xjitter: draw series i's points at
         x * (1 + xjitter * (i - (n - 1) / 2)), so error bars at the same x stay apart."""
         self.ax = ax
@@ -202,6 +203,7 @@ class Panel:
         self.undefined = undefined
         self.pos_inf = pos_inf
         self.yscale = yscale
+        self.yscale_kw = yscale_kw or {}
         self.style = style or {}
         self.rtol = rtol
         self.series = {}
@@ -230,7 +232,7 @@ class Panel:
 
     def finish(self, legend="below", ncol=None, fontsize=7):
         ax = self.ax
-        ax.set_yscale(self.yscale)
+        ax.set_yscale(self.yscale, **self.yscale_kw)
         self.groups = coincident_groups(self.series, self.rtol)
         rank = {}  # position of a series within its coincident group
         first = {}
