@@ -193,11 +193,12 @@ class Panel:
 
     def __init__(self, ax, undefined="undefined", pos_inf="+inf", yscale="linear", style=None,
                  rtol=1e-6, xjitter=0.0, yscale_kw=None):
-        """undefined / pos_inf: the study's reason for a NaN / +inf value (legend text);
-        yscale: "linear", "log" or "symlog" (with yscale_kw, e.g. linthresh; set the x scale
-        on ax yourself); style: {name: dict(color,
-        marker, ls)} overriding the automatic ones; xjitter: draw series i's points at
-        x * (1 + xjitter * (i - (n - 1) / 2)), so error bars at the same x stay apart."""
+        """undefined / pos_inf: the study's reason for a NaN / +inf value (legend text).
+        yscale: "linear", "log" or "symlog" (yscale_kw, e.g. dict(linthresh=0.1)); the bands
+        are sized in linear terms on a symlog axis. Set the x scale on ax yourself.
+        style: {name: dict(color, marker, ls)} overriding the automatic styles.
+        xjitter: draw series i's points at x * (1 + xjitter * (i - (n - 1) / 2)), so error
+        bars at the same x stay apart (coincidence is judged on the unshifted data)."""
         self.ax = ax
         self.xjitter = xjitter
         self.undefined = undefined
