@@ -14,7 +14,9 @@
 //
 // Guard (opt.guard): when a NaN or Inf reaches a query's emulated scores, that query's
 // emulated weights and output are replaced by the high-precision (reference) ones and the
-// query is counted as a fallback — the "fall back to FP16" guardrail. Without the guard,
+// query is counted as a fallback — the "fall back to FP16" guardrail.
+// A path with key biases (a compacted cache) needs a reference built with the same
+// biases (reference_attention(K, V, bias)) for compare() and the guard to mean anything. Without the guard,
 // non-finite outputs are counted (queries and elements) and passed through unchanged.
 #pragma once
 

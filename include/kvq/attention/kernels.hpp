@@ -9,13 +9,14 @@
 // rounded to float before the tree sum (a GPU tensor core accumulates in its own order,
 // which no CPU reproduces; these kernels define one deterministic order).
 //
-//  reference_query  double: s_t = (q.k_t) / sqrt(d); p = exp(s - max) / sum; o = sum p_t v_t
+//  reference_query  double: s_t = (q.k_t) / sqrt(d) [+ beta_t]; p = exp(s - max) / sum; o = sum p_t v_t
 //  storage_query    fp32 (or bf16) math on K/V that went through a quantizer:
-//                   s_t = fl(q.k_t) * scale; e_t = exp(s_t - max); fp32: p = e / Z, o = sum p v;
+//                   s_t = fl(q.k_t) * scale [+ beta_t]; e_t = exp(s_t - max); fp32: p = e / Z, o = sum p v;
 //                   bf16: P = bf16(e), o = bf16(fl(sum P v) * (1/Z)) (FlashAttention-2 order)
 //  fa3_query        FlashAttention-3 FP8 forward (hopper/softmax.h, mainloop_fwd_sm90_tma_gmma_ws.hpp):
 //                   KV blocks of block_n tokens, processed last-to-first (FA3) or first-to-last;
-//                   per block: S = q.k (fp32), m = max(m_prev, max S),
+//                   per block: S = q.k (fp32) [* k_block_descale] [+ score_bias_t],
+//                   m = max(m_prev, max S),
 //                   scores_scale = exp2((m_prev - m) * scale_log2), row_sum *= scores_scale,
 //                   P = exp2(fma(S, scale_log2, -(fma(m, scale_log2, -max_offset)))),
 //                   row_sum += sum P, P8 = fp8(P) (rn, satfinite), O = O * scores_scale + P8 . V;
@@ -29,6 +30,23 @@
 //                   The two fma's are what nvcc's default contraction makes of FA3's
 //                   `x * scale - max_scaled` and `max * scale - max_offset`. The row max uses
 //                   fmaxf semantics (a NaN operand is ignored), as CUDA's max does.
+//
+// Per-key score biases (beta_t, e.g. the biases of a compacted cache, Zweiger et al.,
+// "Fast KV Compaction via Attention Matching", arXiv 2602.16284) are an optional pointer
+// of n floats; nullptr means none, and then the add is skipped, so a kernel without
+// biases computes exactly what it computed before biases existed (an add of +0.0 would
+// also be exact for every finite score except that it turns a -0.0 score into +0.0;
+// skipping it makes the guarantee trivial). Where the bias enters:
+//   reference_query  in double, after the division by sqrt(d): s_t = dot / sqrt(d) + double(beta_t)
+//   storage_query    in fp32, after the scale multiply (two roundings, no fma):
+//                    s_t = fl(fl(q.k_t) * scale) + beta_t  (bf16 mode: beta_t as given)
+//   fa3_query        in fp32 on the raw score, before the row max (fa3_config::score_bias):
+//                    S_t = fl(S_t + b_t) with b_t = beta_t / (softmax_scale * q_descale * k_descale)
+//                    in raw-score units, the way FlashAttention-2 adds ALiBi (its slope is
+//                    divided by scale_softmax, csrc/flash_attn/src/flash_fwd_kernel.h, and
+//                    added to the unscaled scores in mask.h), so the online softmax, its
+//                    max and rescale factors and the exp2 with log2(e) folded into
+//                    scale_log2 are unchanged; fa3_fp8_attention does the conversion.
 //
 // Each kernel also writes the effective attention weights p_eff[t] (double): the weight
 // with which v_t enters the output, so metrics compare the distribution the kernel really
@@ -95,14 +113,15 @@ KVQ_HD constexpr std::size_t pv_scratch(std::size_t rows, std::size_t d) {
 
 // ---------------------------------------------------------------------------
 // Double-precision reference.
-// The weights alone: p = softmax(q.K^T / sqrt(d)) in double (n doubles); returns whether
-// a score was not finite.
-KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double* p) {
+// The weights alone: p = softmax(q.K^T / sqrt(d) + beta) in double (n doubles; bias:
+// n floats or nullptr for none); returns whether a score was not finite.
+KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double* p, const float* bias = nullptr) {
   bool nonfinite = false;
   const std::size_t n = K.rows, d = K.cols;
   const double rsd = math::sqrt(static_cast<double>(d));
   for (std::size_t t = 0; t < n; ++t) {
     p[t] = reduce::tree_dot<double>(q, K.row(t), d) / rsd;
+    if (bias != nullptr) p[t] = p[t] + static_cast<double>(bias[t]);
     if (!detail::finite(p[t])) nonfinite = true;
   }
   const double m = reduce::tree_max(p, n);
@@ -113,12 +132,12 @@ KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double*
 }
 
 // Weights and output. Scratch: acc = pv_scratch(n, d) doubles, tmp = d doubles. p = n
-// doubles, o = d doubles.
+// doubles, o = d doubles; bias: n floats or nullptr.
 KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, rows_view<float> V, double* p,
-                                           double* o, double* acc, double* tmp) {
+                                           double* o, double* acc, double* tmp, const float* bias = nullptr) {
   query_status st;
   const std::size_t d = K.cols, n = K.rows;
-  st.nonfinite_scores = reference_weights(q, K, p);
+  st.nonfinite_scores = reference_weights(q, K, p, bias);
   reduce::tree_vector_accumulator<double> pv(acc, d);
   for (std::size_t t = 0; t < n; ++t) pv.push_scaled(p[t], V.row(t), tmp);
   pv.result(o);
@@ -130,13 +149,15 @@ KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, r
 // Storage-only emulation: fp32 (or bf16) math over already dequantized K/V.
 // In bf16 mode the caller passes q, K, V already rounded to bf16.
 // Scratch: s = n floats, acc = pv_scratch(n, d) floats, tmp = d floats.
-// The unnormalised fp32 softmax: s[t] = exp(q.k_t * scale - max) and Z = their tree sum;
-// returns whether a score was not finite.
-KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float scale, float* s, float& Z) {
+// The unnormalised fp32 softmax: s[t] = exp(q.k_t * scale [+ beta_t] - max) and Z = their
+// tree sum (bias: n floats or nullptr); returns whether a score was not finite.
+KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float scale, float* s, float& Z,
+                                   const float* bias = nullptr) {
   bool nonfinite = false;
   const std::size_t n = K.rows, d = K.cols;
   for (std::size_t t = 0; t < n; ++t) {
     s[t] = reduce::tree_dot<float>(q, K.row(t), d) * scale;
+    if (bias != nullptr) s[t] = s[t] + bias[t];
     if (!detail::finite(s[t])) nonfinite = true;
   }
   const float m = reduce::tree_max(s, n);
@@ -147,19 +168,21 @@ KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float sca
 
 // The fp32 weights alone, p[t] = s[t] / Z widened to double (scratch s: n floats), as
 // storage_query computes them without bf16.
-KVQ_HD inline bool storage_weights(const float* q, rows_view<float> K, float scale, float* s, double* p) {
+KVQ_HD inline bool storage_weights(const float* q, rows_view<float> K, float scale, float* s, double* p,
+                                   const float* bias = nullptr) {
   float Z = 0.0f;
-  const bool nonfinite = storage_softmax(q, K, scale, s, Z);
+  const bool nonfinite = storage_softmax(q, K, scale, s, Z, bias);
   for (std::size_t t = 0; t < K.rows; ++t) p[t] = static_cast<double>(s[t] / Z);
   return nonfinite;
 }
 
 KVQ_HD inline query_status storage_query(const float* q, rows_view<float> K, rows_view<float> V, float scale,
-                                         bool bf16, double* p_eff, float* o, float* s, float* acc, float* tmp) {
+                                         bool bf16, double* p_eff, float* o, float* s, float* acc, float* tmp,
+                                         const float* bias = nullptr) {
   query_status st;
   const std::size_t n = K.rows, d = K.cols;
   float Z = 0.0f;
-  st.nonfinite_scores = storage_softmax(q, K, scale, s, Z);
+  st.nonfinite_scores = storage_softmax(q, K, scale, s, Z, bias);
   reduce::tree_vector_accumulator<float> pv(acc, d);
   if (!bf16) {
     for (std::size_t t = 0; t < n; ++t) {
@@ -228,6 +251,11 @@ struct fa3_config {
   // caller runs the kernel.
   const float* k_block_descale = nullptr;
   const float* v_block_descale = nullptr;
+  // Optional per-key score biases in raw-score units (n floats, indexed by token; null:
+  // none): S_t = fl(S_t + score_bias[t]) after the k_block_descale multiply and before
+  // the row max. A bias beta_t in natural units (s = q.k / sqrt(d) + beta) is
+  // beta_t / (softmax_scale * q_descale * k_descale) here (fa3_fp8_attention converts).
+  const float* score_bias = nullptr;
 };
 
 /// The kvq::mma input format of an FP8 element format (e5m2 for E5M2, else E4M3).
@@ -298,6 +326,7 @@ KVQ_HD inline query_status fa3_query(const float* q, rows_view<float> K, rows_vi
       float si = tc ? detail::tc_dot(c.mma, in, q, K.row(t0 + i), d, c.qk_promote_every)
                     : reduce::tree_dot<float>(q, K.row(t0 + i), d);
       if (c.k_block_descale != nullptr) si = si * c.k_block_descale[b];
+      if (c.score_bias != nullptr) si = si + c.score_bias[t0 + i];
       s[i] = si;
       if (!detail::finite(s[i])) st.nonfinite_scores = true;
       bmax = detail::fmax_nan_ignoring(bmax, s[i]);

@@ -9,6 +9,12 @@
 //                              (plain or random-sign), per-block K/V descales, per-query
 //                              Q descale, ideal fp32 or tensor-core accumulation
 //
+// Every path takes optional per-key score biases beta (one float per token, natural
+// units: s_t = q.k_t / sqrt(d) + beta_t, as a compacted cache defines them, kvq/compact/):
+// the reference adds them in double after the division by sqrt(d), storage in fp32 after
+// the scale multiply, FA3 in fp32 on the raw score after converting them to raw-score
+// units (kernels.hpp says why). No biases (the default) is the old path, bit for bit.
+//
 // Each path prepares its K/V once (O(n d) memory, copies owned by the object) and then
 // answers one query at a time with run(q, p, o, workspace): p receives the n attention
 // weights the path used, o the d outputs. Shapes are checked here (std::invalid_argument
@@ -70,6 +76,16 @@ inline rows_view<float> view(const matrix_f& m) {
                           static_cast<std::size_t>(m.cols())};
 }
 
+inline void check_bias(const char* where, const std::vector<float>& bias, const matrix_f& K) {
+  if (bias.empty()) return;
+  if (bias.size() != static_cast<std::size_t>(K.rows()))
+    fail(where, std::to_string(bias.size()) + " key biases for " + shape_of("K", K));
+  for (float b : bias)
+    if (!finite(b)) fail(where, "key biases must be finite");
+}
+
+inline const float* bias_ptr(const std::vector<float>& bias) { return bias.empty() ? nullptr : bias.data(); }
+
 inline matrix_f hadamard_rows(const matrix_f& m, const char* where) {
   const std::size_t d = static_cast<std::size_t>(m.cols());
   if (!is_pow2(d)) fail(where, "Hadamard rotation needs a power-of-two head_dim, got " + std::to_string(d));
@@ -90,23 +106,28 @@ inline float default_softmax_scale(std::size_t d) {
 
 class reference_attention {
  public:
-  reference_attention(const matrix_f& K, const matrix_f& V) : K_(K), V_(V) {
+  /// bias: per-key score biases (empty: none), added in double after the 1/sqrt(d).
+  reference_attention(const matrix_f& K, const matrix_f& V, std::vector<float> bias = {})
+      : K_(K), V_(V), bias_(std::move(bias)) {
     detail::check_kv("kvq::attention::reference_attention", K, V);
+    detail::check_bias("kvq::attention::reference_attention", bias_, K);
   }
   std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
   std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
-  std::string name() const { return "reference (double)"; }
+  std::string name() const { return bias_.empty() ? "reference (double)" : "reference (double, key biases)"; }
+  const std::vector<float>& bias() const { return bias_; }
 
   /// p: tokens() doubles, o: head_dim() doubles.
   query_status run(const float* q, double* p, double* o, workspace& ws) const {
     const std::size_t n = tokens(), d = head_dim();
     double* acc = workspace::get(ws.d0, pv_scratch(n, d));
     double* tmp = workspace::get(ws.d1, d);
-    return reference_query(q, detail::view(K_), detail::view(V_), p, o, acc, tmp);
+    return reference_query(q, detail::view(K_), detail::view(V_), p, o, acc, tmp, detail::bias_ptr(bias_));
   }
 
  private:
   matrix_f K_, V_;
+  std::vector<float> bias_;
 };
 
 // ---------------------------------------------------------------------------
@@ -120,6 +141,10 @@ struct storage_options {
   // the query as a 1 x head_dim matrix, e.g. the codec's key transform for a KV-cache
   // format also used for Q. Empty: q in full precision.
   kv_transform q_codec;
+  // Per-key score biases (one per token, natural units; empty: none), added in fp32 to
+  // fl(q.k * scale) and stored as given (not rounded to bf16 in bf16 mode: a compacted
+  // cache stores its biases in their own format, kvq::compact::beta_storage).
+  std::vector<float> bias;
 };
 
 class storage_attention {
@@ -127,6 +152,7 @@ class storage_attention {
   storage_attention(const matrix_f& K, const matrix_f& V, storage_options opt) : opt_(std::move(opt)) {
     const char* where = "kvq::attention::storage_attention";
     detail::check_kv(where, K, V);
+    detail::check_bias(where, opt_.bias, K);
     matrix_f k = opt_.hadamard ? detail::hadamard_rows(K, where) : K;
     matrix_f v = opt_.hadamard ? detail::hadamard_rows(V, where) : V;
     if (opt_.codec.k) {
@@ -152,7 +178,7 @@ class storage_attention {
   std::string name() const {
     return "storage " + (opt_.codec.name.empty() ? std::string("custom") : opt_.codec.name) +
            (opt_.bf16_math ? ", bf16 math" : ", fp32 math") + (opt_.hadamard ? ", Hadamard" : "") +
-           (opt_.q_codec ? ", quantized Q" : "");
+           (opt_.q_codec ? ", quantized Q" : "") + (opt_.bias.empty() ? "" : ", key biases");
   }
   /// The stored (rotated, dequantized) keys and values.
   const matrix_f& keys() const { return K_; }
@@ -180,7 +206,8 @@ class storage_attention {
     float* acc = workspace::get(ws.f1, pv_scratch(n, d));
     float* tmp = workspace::get(ws.f2, d);
     const query_status st =
-        storage_query(qq, detail::view(K_), detail::view(V_), scale_, opt_.bf16_math, p, o, s, acc, tmp);
+        storage_query(qq, detail::view(K_), detail::view(V_), scale_, opt_.bf16_math, p, o, s, acc, tmp,
+                      detail::bias_ptr(opt_.bias));
     if (opt_.hadamard) hadamard_rotate(o, d);  // H/sqrt(d) is its own inverse
     return st;
   }
@@ -216,6 +243,13 @@ struct fa3_options {
   // block_n) computes FA3's amax / 448 ones); empty: the per-tensor k_descale / v_descale.
   // Giving them requires the matching per-tensor factor to be 1.
   std::vector<float> k_block_descale, v_block_descale;
+  // Per-key score biases (one per token, natural units: s = q.k * softmax_scale + beta;
+  // empty: none). The kernel adds them to the raw fp32 score S = q8.k8 (after any
+  // per-block K descale) as b_t = fl(beta_t / fl(softmax_scale * fl(q_descale *
+  // k_descale))), FlashAttention-2's placement of ALiBi (slope / scale_softmax added to
+  // the unscaled scores): the max, rescale and exp2 with log2(e) folded into
+  // scale_log2 see a biased score and nothing else changes.
+  std::vector<float> bias;
 };
 
 template <class F = kvq::fmt::e4m3, class Exp2 = exp2_ieee>
@@ -231,6 +265,7 @@ class fa3_fp8_attention {
     const std::size_t nb = (static_cast<std::size_t>(K.rows()) + opt.block_n - 1) / opt.block_n;
     check_block_descales(where, "k_block_descale", opt.k_block_descale, opt.k_descale, nb);
     check_block_descales(where, "v_block_descale", opt.v_block_descale, opt.v_descale, nb);
+    detail::check_bias(where, opt.bias, K);
     if (opt.random_signs && !opt.hadamard) kvq::detail::fail(where, "random_signs needs hadamard = true");
     if (opt.hadamard && !is_pow2(static_cast<std::size_t>(K.cols())))
       kvq::detail::fail(where, "Hadamard rotation needs a power-of-two head_dim, got " + std::to_string(K.cols()));
@@ -244,6 +279,8 @@ class fa3_fp8_attention {
     // flash_api.cpp: softmax_scale_log2 = softmax_scale * M_LOG2E (double product stored
     // as float); the FP8 kernel multiplies it by q_descale * k_descale.
     sl2_base_ = static_cast<float>(static_cast<double>(sm) * math::detail::inv_ln2_hi);
+    sm_ = sm;
+    raw_bias_ = raw_bias_for(opt.q_descale);
     cfg_.scale_log2 = scale_log2_for(opt.q_descale);
     cfg_.v_descale = opt.v_descale;
     cfg_.max_offset = static_cast<float>(opt.max_offset);
@@ -260,13 +297,16 @@ class fa3_fp8_attention {
     cfg_.qk_promote_every = opt.qk_promote_every;
     cfg_.k_block_descale = opt_.k_block_descale.empty() ? nullptr : opt_.k_block_descale.data();
     cfg_.v_block_descale = opt_.v_block_descale.empty() ? nullptr : opt_.v_block_descale.data();
+    cfg_.score_bias = raw_bias_.empty() ? nullptr : raw_bias_.data();
   }
-  // cfg_ points into opt_'s descale vectors: copies re-point it (moves copy).
+  // cfg_ points into opt_'s descale vectors and raw_bias_: copies re-point it (moves copy).
   fa3_fp8_attention(const fa3_fp8_attention& o) : opt_(o.opt_), exp2_(o.exp2_), cfg_(o.cfg_), sl2_base_(o.sl2_base_),
-                                                  signs_(o.signs_), K_(o.K_), V_(o.V_) { rebind(); }
+                                                  sm_(o.sm_), raw_bias_(o.raw_bias_), signs_(o.signs_), K_(o.K_),
+                                                  V_(o.V_) { rebind(); }
   fa3_fp8_attention& operator=(const fa3_fp8_attention& o) {
     if (this != &o) {
-      opt_ = o.opt_; exp2_ = o.exp2_; cfg_ = o.cfg_; sl2_base_ = o.sl2_base_; signs_ = o.signs_; K_ = o.K_; V_ = o.V_;
+      opt_ = o.opt_; exp2_ = o.exp2_; cfg_ = o.cfg_; sl2_base_ = o.sl2_base_; sm_ = o.sm_; raw_bias_ = o.raw_bias_;
+      signs_ = o.signs_; K_ = o.K_; V_ = o.V_;
       rebind();
     }
     return *this;
@@ -283,7 +323,8 @@ class fa3_fp8_attention {
     return std::string("FA3 ") + kvq::format_name<F>() + " (S=2^" + std::to_string(opt_.max_offset) + ", block " +
            std::to_string(opt_.block_n) + (opt_.reverse ? ", reverse" : ", forward") +
            (opt_.hadamard ? (opt_.random_signs ? ", random-sign Hadamard" : ", Hadamard") : "") +
-           (opt_.k_block_descale.empty() && opt_.v_block_descale.empty() ? "" : ", per-block descale") + acc + ")";
+           (opt_.k_block_descale.empty() && opt_.v_block_descale.empty() ? "" : ", per-block descale") +
+           (opt_.bias.empty() ? "" : ", key biases") + acc + ")";
   }
   const fa3_config& config() const { return cfg_; }
   /// The FP8 keys and values (decoded, exact), in the rotated basis when hadamard is on.
@@ -300,6 +341,13 @@ class fa3_fp8_attention {
     if (!(q_descale > 0.0f)) kvq::detail::fail("kvq::attention::fa3_fp8_attention::run", "q_descale must be > 0");
     fa3_config c = cfg_;
     c.scale_log2 = scale_log2_for(q_descale);
+    if (!opt_.bias.empty() && q_descale != opt_.q_descale) {
+      // The raw-score units of the biases depend on the query's descale.
+      const std::vector<float> b = raw_bias_for(q_descale);
+      float* rb = workspace::get(ws.f1, b.size());
+      for (std::size_t t = 0; t < b.size(); ++t) rb[t] = b[t];
+      c.score_bias = rb;
+    }
     return run_with(q, p, o, ws, q_descale, c);
   }
 
@@ -328,9 +376,20 @@ class fa3_fp8_attention {
     if (q_descale != 1.0f || kd != 1.0f) sl2 = sl2 * (q_descale * kd);
     return sl2;
   }
+  // beta / (softmax_scale * q_descale * k_descale) in fp32: the biases in units of the raw
+  // score the kernel forms (empty without biases).
+  std::vector<float> raw_bias_for(float q_descale) const {
+    std::vector<float> r(opt_.bias.size());
+    const float kd = opt_.k_descale;
+    float unit = sm_;
+    if (q_descale != 1.0f || kd != 1.0f) unit = sm_ * (q_descale * kd);
+    for (std::size_t t = 0; t < r.size(); ++t) r[t] = opt_.bias[t] / unit;
+    return r;
+  }
   void rebind() {
     cfg_.k_block_descale = opt_.k_block_descale.empty() ? nullptr : opt_.k_block_descale.data();
     cfg_.v_block_descale = opt_.v_block_descale.empty() ? nullptr : opt_.v_block_descale.data();
+    cfg_.score_bias = raw_bias_.empty() ? nullptr : raw_bias_.data();
   }
   static void check_block_descales(const char* where, const char* what, const std::vector<float>& v, float tensor,
                                    std::size_t nb) {
@@ -365,6 +424,8 @@ class fa3_fp8_attention {
   Exp2 exp2_;
   fa3_config cfg_;
   float sl2_base_ = 0.0f;
+  float sm_ = 1.0f;                 // softmax_scale
+  std::vector<float> raw_bias_;     // bias in raw-score units for opt_.q_descale
   std::vector<float> signs_;
   matrix_f K_, V_;
 };
