@@ -8,6 +8,7 @@
 #include "policy.hpp"
 #include "rotation.hpp"
 #include "accumulation.hpp"
+#include "compaction.hpp"
 
 #include <string>
 #include <vector>
@@ -16,7 +17,8 @@ namespace kvq::study {
 
 inline const std::vector<study_def>& all_studies() {
   static const std::vector<study_def> v = {outliers::definition(), sinks::definition(), citations::definition(), policy::definition(),
-                                             rotation::definition(), accumulation::definition()};
+                                             rotation::definition(), accumulation::definition(),
+                                             compaction::definition()};
   return v;
 }
 
