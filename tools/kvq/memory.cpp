@@ -54,7 +54,8 @@ std::string all_format_names() {
 const char kHelp[] =
     "usage: kvq memory [--model NAME | --layers L --kv-heads H --head-dim D [--mla]]\n"
     "                  [--formats F1,F2,...] [--context N] [--batch B] [--budget-gib G]\n"
-    "                  [--page-tokens P] [--kivi-residual R] [--tiered SINKS,WINDOW] [--csv]\n"
+    "                  [--page-tokens P] [--kivi-residual R] [--tiered SINKS,WINDOW]\n"
+    "                  [--compaction-ratio R [--bias-dtype fp32|bf16|none]] [--csv]\n"
     "                  [--list-formats]\n\n"
     "KV-cache memory of one model under each storage format: bytes per token, the bytes of\n"
     "B sequences of N tokens, and what fits in a budget (longest context for B sequences,\n"
@@ -76,14 +77,21 @@ const char kHelp[] =
     "  --tiered S,W        also a tiered row per low-precision format: the first S tokens\n"
     "                      (sinks) and the last W tokens in bf16, the rest in the format\n"
     "                      (no page rounding for tiered rows)\n"
+    "  --compaction-ratio R  also a compacted row per format: floor(N/R) tokens kept (at\n"
+    "                      least one; 1 <= R < N) in the format, paged, plus one score bias\n"
+    "                      per kept token per KV head per layer (Attention Matching's beta)\n"
+    "  --bias-dtype T      storage of those biases: fp32 (default, 4 bytes), bf16 (2), none\n"
+    "                      (eviction: no biases)\n"
     "  --csv               CSV with every column instead of the table\n\n"
     "Columns: format; bits_per_value (stored bits per cached value, scales included, fixed\n"
     "tensor scales and windows excluded); bytes_per_token (all layers, K and V);\n"
     "context_bytes (exact bytes of B sequences of N tokens; --csv only, the table shows\n"
     "context_gib, the same in GiB); vs_bf16 (context_bytes over bf16's); max_context\n"
     "(longest context of B sequences within the budget); max_batch (most sequences of N\n"
-    "tokens within the budget). A default format whose block size does not divide the head\n"
-    "dimension is left out with a note on stderr; one named in --formats is an error.\n\n"
+    "tokens within the budget). Compacted rows (<format>/R) count bytes_per_token and\n"
+    "bits_per_value per original token, and max_context in original tokens. A default\n"
+    "format whose block size does not divide the head dimension is left out with a note on\n"
+    "stderr; one named in --formats is an error.\n\n"
     "FP6 codes (mxfp6_*) take one byte each, as kvq's kernel layout stores them; a cache\n"
     "that packs four FP6 codes into three bytes needs 6.25 bits per value instead of 8.25.\n";
 
@@ -98,7 +106,9 @@ std::size_t parse_count(const std::string& opt, const std::string& v, long long 
 
 int cmd_memory(const std::vector<std::string>& args) {
   const kv::model_shape* preset = &kv::presets::llama31_8b;
-  bool custom = false, mla = false, csv = false, tiered = false;
+  bool custom = false, mla = false, csv = false, tiered = false, compacted = false;
+  double ratio = 0.0;
+  kv::bias_dtype bias = kv::bias_dtype::fp32;
   std::size_t layers = 0, kv_heads = 0, head_dim = 0;
   std::string formats = kDefaultFormats;
   std::size_t context = 131072, batch = 1, page = 16, sinks = 0, window = 0;
@@ -112,7 +122,7 @@ int cmd_memory(const std::vector<std::string>& args) {
   app.set_help_flag();
   app.allow_extras();
   bool help = false, list = false;
-  std::string o_model, o_layers, o_kv_heads, o_head_dim, o_context, o_batch, o_budget, o_page, o_kivi, o_tiered;
+  std::string o_model, o_layers, o_kv_heads, o_head_dim, o_context, o_batch, o_budget, o_page, o_kivi, o_tiered, o_ratio, o_bias;
   app.add_flag("-h,--help", help);
   app.add_flag("--list-formats", list);
   app.add_flag("--csv", csv);
@@ -124,7 +134,8 @@ int cmd_memory(const std::vector<std::string>& args) {
   const valued options[] = {{"--model", &o_model},       {"--layers", &o_layers},     {"--kv-heads", &o_kv_heads},
                             {"--head-dim", &o_head_dim}, {"--formats", &formats},     {"--context", &o_context},
                             {"--batch", &o_batch},       {"--budget-gib", &o_budget}, {"--page-tokens", &o_page},
-                            {"--kivi-residual", &o_kivi}, {"--tiered", &o_tiered}};
+                            {"--kivi-residual", &o_kivi}, {"--tiered", &o_tiered},
+                            {"--compaction-ratio", &o_ratio}, {"--bias-dtype", &o_bias}};
   for (const auto& o : options) app.add_option(o.name, *o.value)->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
@@ -134,7 +145,8 @@ int cmd_memory(const std::vector<std::string>& args) {
   for (const std::string& extra : app.remaining())
     throw usage_error("memory: unknown option '" + extra.substr(0, extra.find('=')) +
                       "' (allowed: --model, --layers, --kv-heads, --head-dim, --mla, --formats, --context, --batch, "
-                      "--budget-gib, --page-tokens, --kivi-residual, --tiered, --csv, --list-formats, --help)");
+                      "--budget-gib, --page-tokens, --kivi-residual, --tiered, --compaction-ratio, --bias-dtype, --csv, "
+                      "--list-formats, --help)");
   if (help) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -168,6 +180,19 @@ int cmd_memory(const std::vector<std::string>& args) {
     window = parse_count("--tiered window", parts[1], 0);
     tiered = true;
   }
+  if (given("--compaction-ratio")) {
+    if (!kvq::study::parse_real(o_ratio, ratio) || !(ratio >= 1.0) || !(ratio < static_cast<double>(context)))
+      throw usage_error("memory: --compaction-ratio '" + o_ratio + "' is not a number in [1, " +
+                        std::to_string(context) + ") (1 <= R < the context)");
+    compacted = true;
+  }
+  if (given("--bias-dtype")) {
+    if (!compacted) throw usage_error("memory: --bias-dtype needs --compaction-ratio");
+    if (o_bias == "fp32") bias = kv::bias_dtype::fp32;
+    else if (o_bias == "bf16") bias = kv::bias_dtype::bf16;
+    else if (o_bias == "none") bias = kv::bias_dtype::none;
+    else throw usage_error("memory: unknown bias dtype '" + o_bias + "' (allowed: fp32, bf16, none)");
+  }
 
   kv::model_shape m{};
   if (custom || mla) {
@@ -179,11 +204,13 @@ int cmd_memory(const std::vector<std::string>& args) {
   } else {
     m = *preset;
   }
+  if (compacted && m.mla) throw usage_error("memory: --compaction-ratio needs a model with KV heads (not MLA)");
 
   struct row_def {
     std::string name;
     kv::kv_format k;
     bool is_tiered;
+    bool is_compacted = false;
   };
   std::vector<row_def> rows;
   for (const std::string& name : kvq::study::split(formats)) {
@@ -197,6 +224,11 @@ int cmd_memory(const std::vector<std::string>& args) {
     const std::size_t n = rows.size();
     for (std::size_t i = 0; i < n; ++i)
       if (!std::holds_alternative<kv::hp_format>(rows[i].k)) rows.push_back({rows[i].name, rows[i].k, true});
+  }
+  if (compacted) {
+    const std::size_t n = rows.size();
+    for (std::size_t i = 0; i < n; ++i)
+      if (!rows[i].is_tiered) rows.push_back({rows[i].name, rows[i].k, false, true});
   }
 
   const double budget_d = std::floor(budget_gib * 1073741824.0);
@@ -215,6 +247,7 @@ int cmd_memory(const std::vector<std::string>& args) {
   };
   // One sequence of n tokens in a row's storage.
   auto seq_bytes = [&](const row_def& r, std::size_t n) -> std::size_t {
+    if (r.is_compacted) return kv::compacted_kv_bytes(m, r.k, r.k, n, ratio, bias, page, kivi);
     return r.is_tiered ? kv::policy_bytes(m, tiered_policy(r), n) : kv::kv_bytes(m, r.k, r.k, n, page, kivi);
   };
   auto checked_mul = [](std::size_t a, std::size_t b) -> std::size_t {
@@ -230,7 +263,7 @@ int cmd_memory(const std::vector<std::string>& args) {
                    : std::to_string(m.kv_heads) + " KV heads x head_dim " + std::to_string(m.head_dim)) +
             "), context " + std::to_string(context) + ", batch " + std::to_string(batch) + ", budget " +
             kvq::study::term_cell(cell(budget_gib)) + " GiB, pages of " + std::to_string(page) + " tokens";
-  t.columns = {{"format", "storage format (tiered: sinks and recent window in bf16)"},
+  t.columns = {{"format", "storage format (tiered: sinks and recent window in bf16; /R: compacted R times)"},
                {"bits_per_value", "stored bits per cached value, scales included"},
                {"bytes_per_token", "bytes per token, all layers, K and V"},
                {"context_bytes", "bytes of batch x context tokens", false},
@@ -255,7 +288,13 @@ int cmd_memory(const std::vector<std::string>& args) {
     }
     try {
       bytes = checked_mul(seq_bytes(r, context), batch);
-      if (r.is_tiered) {
+      if (r.is_compacted) {
+        // Per original token, as the other rows (fixed tensor values excluded): the kept
+        // tokens' format bytes and biases over the N original tokens.
+        const double kept = static_cast<double>(kv::compacted_tokens(context, ratio));
+        const double bias_per_token = static_cast<double>(m.layers * m.kv_heads * kv::bias_bytes(bias));
+        per_token = (kv::bytes_per_token(m, r.k, r.k, kivi) + bias_per_token) * kept / static_cast<double>(context);
+      } else if (r.is_tiered) {
         // Marginal bytes of low-precision tokens: one more token far past the window.
         const std::size_t big = std::size_t(1) << 20;
         per_token = static_cast<double>(seq_bytes(r, sinks + window + 2 * big) - seq_bytes(r, sinks + window + big)) /
@@ -266,12 +305,35 @@ int cmd_memory(const std::vector<std::string>& args) {
     } catch (const std::invalid_argument& e) {
       throw usage_error(std::string("memory: ") + e.what());
     }
-    const std::size_t max_ctx = r.is_tiered ? kv::max_context(m, tiered_policy(r), budget, batch)
-                                            : kv::max_context(m, r.k, r.k, budget, batch, page, kivi);
+    std::size_t max_ctx = 0;
+    if (r.is_compacted) {
+      // Longest original context whose compacted cache fits (contexts of at most R tokens
+      // cannot be compacted R times: the smallest compactable one keeps one token).
+      const std::size_t nmin = static_cast<std::size_t>(std::floor(ratio)) + 1;
+      auto fits = [&](std::size_t n) {
+        return n < nmin || kv::compacted_kv_bytes(m, r.k, r.k, n, ratio, bias, page, kivi) <= budget / batch;
+      };
+      std::size_t lo = nmin, hi = nmin;
+      if (!fits(nmin)) {
+        max_ctx = 0;
+      } else {
+        while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
+        if (fits(hi)) lo = hi;
+        while (hi - lo > 1) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          (fits(mid) ? lo : hi) = mid;
+        }
+        max_ctx = lo;
+      }
+    } else {
+      max_ctx = r.is_tiered ? kv::max_context(m, tiered_policy(r), budget, batch)
+                            : kv::max_context(m, r.k, r.k, budget, batch, page, kivi);
+    }
     const std::size_t one = seq_bytes(r, context);
     const std::size_t max_b = one == 0 ? 0 : budget / one;
     std::string name = r.is_tiered ? r.name + "+bf16(" + std::to_string(sinks) + "," + std::to_string(window) + ")"
                                    : r.name;
+    if (r.is_compacted) name += "/" + kvq::study::term_cell(cell(ratio));
     t.rows.push_back({name, per_token * 8.0 / values_per_token, per_token, bytes,
                       static_cast<double>(bytes) / 1073741824.0,
                       static_cast<double>(bytes) / static_cast<double>(bf16_bytes), max_ctx, max_b});

@@ -17,11 +17,17 @@
 // decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
 // layer, no separate V), which is what vLLM's MLA cache stores.
 // Page rounding: a sequence of n tokens occupies ceil(n / page_tokens) pages.
+// Compacted caches (KV compaction, kvq/compact/): n tokens compacted R times keep
+// floor(n / R) tokens (at least one; R in [1, n), the rule of
+// kvq::compact::budget_from_ratio), each stored in the format as above (paged as above),
+// plus one score bias per kept token per KV head per layer (Attention Matching's beta:
+// 4 bytes fp32, 2 bytes bf16; none for eviction), outside the pages.
 // Shapes no cache can hold (head_dim not a multiple of a format's block or group size, a
 // KIVI residual that is not a multiple of the group) raise std::invalid_argument.
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -191,6 +197,36 @@ inline std::size_t max_context(const model_shape& m, const precision_policy& p, 
                                std::size_t batch = 1) {
   return detail::longest_fitting([&](std::size_t n) { return policy_bytes(m, p, n); }, budget_bytes, batch,
                                  "kvq::kv::max_context");
+}
+
+/// How a compacted cache stores its per-key score biases.
+enum class bias_dtype { none, fp32, bf16 };
+inline std::size_t bias_bytes(bias_dtype b) { return b == bias_dtype::fp32 ? 4 : b == bias_dtype::bf16 ? 2 : 0; }
+
+/// Tokens kept when `tokens` tokens are compacted `ratio` times: floor(tokens / ratio),
+/// at least one; ratio must lie in [1, tokens) (std::invalid_argument otherwise).
+inline std::size_t compacted_tokens(std::size_t tokens, double ratio) {
+  const char* who = "kvq::kv::compacted_tokens";
+  if (tokens < 2) throw std::invalid_argument(std::string(who) + ": compaction needs a context of at least 2 tokens");
+  if (!(ratio >= 1.0))
+    throw std::invalid_argument(std::string(who) + ": compaction ratio must be >= 1 (got " + std::to_string(ratio) + ")");
+  if (!(ratio < static_cast<double>(tokens)))
+    throw std::invalid_argument(std::string(who) + ": compaction ratio must be < the context of " +
+                                std::to_string(tokens) + " tokens");
+  const double kept = std::floor(static_cast<double>(tokens) / ratio);
+  return kept < 1.0 ? 1u : static_cast<std::size_t>(kept);
+}
+
+/// KV bytes of one sequence of `tokens` tokens compacted `ratio` times: the kept tokens
+/// in k/v (kv_bytes, paged) plus `bias` bytes per kept token per KV head per layer.
+/// MLA caches are rejected: the biases belong to KV heads.
+inline std::size_t compacted_kv_bytes(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
+                                      double ratio, bias_dtype bias, std::size_t page_tokens = 0,
+                                      kivi_options kivi = {}) {
+  if (m.mla)
+    throw std::invalid_argument("kvq::kv::compacted_kv_bytes: compaction biases are per KV head; an MLA cache has none");
+  const std::size_t kept = compacted_tokens(tokens, ratio);
+  return kv_bytes(m, k, v, kept, page_tokens, kivi) + kept * m.layers * m.kv_heads * bias_bytes(bias);
 }
 
 /// Largest number of sequences of `tokens` tokens whose KV caches fit in budget_bytes.
