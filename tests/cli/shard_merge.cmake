@@ -5,7 +5,8 @@
 #  - the merge writes the same set of files as the single run;
 #  - every CSV is byte-identical to the single run's;
 #  - the JSON equals the single run's once "command", "threads" and "timing" (the fields
-#    that describe how a run was made) are removed from both;
+#    that describe how a run was made) are removed from both, and a study's own wall-time
+#    record (setup.fit_seconds of the compaction study);
 #  - no temporary file is left behind.
 #   cmake -DKVQ=<exe> -DSTUDY=<name> -DSHARDS=<N> -DWORK=<scratch dir> -P shard_merge.cmake
 cmake_minimum_required(VERSION 3.20)
@@ -61,6 +62,13 @@ foreach(key command threads timing)
   string(JSON js REMOVE "${js}" ${key})
   string(JSON jm REMOVE "${jm}" ${key})
 endforeach()
+# A study's own wall-time record (compaction: setup.fit_seconds, documented as not
+# deterministic) differs between runs just as "timing" does.
+string(JSON has ERROR_VARIABLE no_fit TYPE "${js}" setup fit_seconds)
+if(NOT no_fit)
+  string(JSON js REMOVE "${js}" setup fit_seconds)
+  string(JSON jm REMOVE "${jm}" setup fit_seconds)
+endif()
 string(JSON equal EQUAL "${js}" "${jm}")
 if(NOT equal)
   message(FATAL_ERROR "${STUDY}.json of the merge differs from the single run's beyond command/threads/timing:\n"
