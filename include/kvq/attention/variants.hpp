@@ -1,24 +1,25 @@
-// kvq/attention/variants.hpp — host-side attention paths over one head's K/V:
-//
-//   reference_attention        double precision (the high-precision path)
-//   storage_attention          K/V through a kv_codec (any storage scheme), then fp32 or
-//                              bf16 math; optional Hadamard rotation of the head dimension
-//   fa3_fp8_attention<F>       FlashAttention-3's FP8 forward: Q/K/V in F (e4m3 by default),
-//                              P scaled by 2^max_offset and cast to F, block-wise online
-//                              softmax, forward or reverse KV order; optional Hadamard
-//                              (plain or random-sign), per-block K/V descales, per-query
-//                              Q descale, ideal fp32 or tensor-core accumulation
-//
-// Every path takes optional per-key score biases beta (one float per token, natural
-// units: s_t = q.k_t / sqrt(d) + beta_t, as a compacted cache defines them, kvq/compact/):
-// the reference adds them in double after the division by sqrt(d), storage in fp32 after
-// the scale multiply, FA3 in fp32 on the raw score after converting them to raw-score
-// units (kernels.hpp says why). No biases (the default) is the old path, bit for bit.
-//
-// Each path prepares its K/V once (O(n d) memory, copies owned by the object) and then
-// answers one query at a time with run(q, p, o, workspace): p receives the n attention
-// weights the path used, o the d outputs. Shapes are checked here (std::invalid_argument
-// naming them); the per-query kernels are kvq/attention/kernels.hpp.
+/// \file
+/// kvq/attention/variants.hpp — host-side attention paths over one head's K/V:
+///
+///   reference_attention        double precision (the high-precision path)
+///   storage_attention          K/V through a kv_codec (any storage scheme), then fp32 or
+///                              bf16 math; optional Hadamard rotation of the head dimension
+///   fa3_fp8_attention\<F\>     FlashAttention-3's FP8 forward: Q/K/V in F (e4m3 by default),
+///                              P scaled by 2^max_offset and cast to F, block-wise online
+///                              softmax, forward or reverse KV order; optional Hadamard
+///                              (plain or random-sign), per-block K/V descales, per-query
+///                              Q descale, ideal fp32 or tensor-core accumulation
+///
+/// Every path takes optional per-key score biases beta (one float per token, natural
+/// units: s_t = q.k_t / sqrt(d) + beta_t, as a compacted cache defines them, kvq/compact/):
+/// the reference adds them in double after the division by sqrt(d), storage in fp32 after
+/// the scale multiply, FA3 in fp32 on the raw score after converting them to raw-score
+/// units (kernels.hpp says why). No biases (the default) is the old path, bit for bit.
+///
+/// Each path prepares its K/V once (O(n d) memory, copies owned by the object) and then
+/// answers one query at a time with run(q, p, o, workspace): p receives the n attention
+/// weights the path used, o the d outputs. Shapes are checked here (std::invalid_argument
+/// naming them); the per-query kernels are kvq/attention/kernels.hpp.
 #pragma once
 
 #include <cstddef>
@@ -42,9 +43,24 @@ namespace attention {
 
 /// Per-thread scratch; grows on demand, reused across queries.
 struct workspace {
+  /// \var d0
+  /// Double scratch: the reference path's P.V tree accumulator (pv_scratch(n, d) doubles).
+  /// \var d1
+  /// Double scratch: the reference path's row of d products.
   std::vector<double> d0, d1;
+  /// \var f0
+  /// Float scratch: the storage path's n scores; the FA3 path's kernel scratch (fa3_scratch).
+  /// \var f1
+  /// Float scratch: the storage path's P.V tree accumulator; the FA3 path's raw-score
+  /// biases for a query with its own descale.
+  /// \var f2
+  /// Float scratch: the storage path's row of d products.
+  /// \var q
+  /// The query as the kernel sees it (rotated, quantized; head_dim floats).
   std::vector<float> f0, f1, f2, q;
 
+  /// At least n elements of v: resizes v when it is shorter (never shrinks), so the
+  /// buffer is allocated once per thread and reused by later queries.
   template <class T>
   static T* get(std::vector<T>& v, std::size_t n) {
     if (v.size() < n) v.resize(n);
@@ -104,20 +120,30 @@ inline float default_softmax_scale(std::size_t d) {
 
 // ---------------------------------------------------------------------------
 
+/// The high-precision path: p = softmax(q.K^T / sqrt(d) + beta), o = p V, in double
+/// (reference_query) over copies of K and V (tokens x head_dim floats).
 class reference_attention {
  public:
   /// bias: per-key score biases (empty: none), added in double after the 1/sqrt(d).
+  /// Throws std::invalid_argument if K has fewer than 2 rows or 0 columns, V's shape
+  /// differs from K's, or bias is neither empty nor one finite value per row of K.
   reference_attention(const matrix_f& K, const matrix_f& V, std::vector<float> bias = {})
       : K_(K), V_(V), bias_(std::move(bias)) {
     detail::check_kv("kvq::attention::reference_attention", K, V);
     detail::check_bias("kvq::attention::reference_attention", bias_, K);
   }
+  /// Context length n (rows of K).
   std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
+  /// Head dimension d (columns of K).
   std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
+  /// Name of the path for reports.
   std::string name() const { return bias_.empty() ? "reference (double)" : "reference (double, key biases)"; }
+  /// The per-key score biases (empty: none).
   const std::vector<float>& bias() const { return bias_; }
 
-  /// p: tokens() doubles, o: head_dim() doubles.
+  /// Attention of one query q (head_dim() floats): p receives the tokens() weights,
+  /// o the head_dim() outputs (doubles); ws provides the scratch. Returns what the
+  /// kernel saw (non-finite scores or output).
   query_status run(const float* q, double* p, double* o, workspace& ws) const {
     const std::size_t n = tokens(), d = head_dim();
     double* acc = workspace::get(ws.d0, pv_scratch(n, d));
@@ -132,23 +158,36 @@ class reference_attention {
 
 // ---------------------------------------------------------------------------
 
+/// Options of storage_attention.
 struct storage_options {
+  /// Quantize-dequantize transforms of K and V (empty callables: full-precision storage).
   kv_codec codec;              // empty callables: full-precision storage
+  /// Round q, K, V, P and o to bf16 (the FlashAttention-2 bf16 kernel order, see
+  /// storage_query) instead of fp32 math.
   bool bf16_math = false;      // round q, K, V, P, o to bf16 (FlashAttention-2 bf16 kernel order)
+  /// Rotate the head dimension (hadamard_rotate) before the codec, and the output back;
+  /// needs a power-of-two head_dim.
   bool hadamard = false;       // rotate the head dimension before the codec (and back after)
+  /// Multiplier of q.k; 0 (the default): head_dim ** -0.5, computed in double and
+  /// rounded to float as FlashAttention's Python front end does.
   float softmax_scale = 0.0f;  // 0: head_dim ** -0.5
-  // Quantize the query too (after the rotation, before the bf16 rounding): called with
-  // the query as a 1 x head_dim matrix, e.g. the codec's key transform for a KV-cache
-  // format also used for Q. Empty: q in full precision.
+  /// Quantize the query too (after the rotation, before the bf16 rounding): called with
+  /// the query as a 1 x head_dim matrix, e.g. the codec's key transform for a KV-cache
+  /// format also used for Q. Empty: q in full precision.
   kv_transform q_codec;
-  // Per-key score biases (one per token, natural units; empty: none), added in fp32 to
-  // fl(q.k * scale) and stored as given (not rounded to bf16 in bf16 mode: a compacted
-  // cache stores its biases in their own format, kvq::compact::beta_storage).
+  /// Per-key score biases (one per token, natural units; empty: none), added in fp32 to
+  /// fl(q.k * scale) and stored as given (not rounded to bf16 in bf16 mode: a compacted
+  /// cache stores its biases in their own format, kvq::compact::beta_storage).
   std::vector<float> bias;
 };
 
+/// Storage-only emulation: K and V stored through a kv_codec (after an optional
+/// Hadamard rotation), then fp32 or bf16 attention math (storage_query).
 class storage_attention {
  public:
+  /// Rotates, quantizes (codec) and, with bf16_math, rounds K and V once. Throws
+  /// std::invalid_argument for the shape and bias errors of reference_attention, a
+  /// non-power-of-two head_dim with hadamard, or a codec that changes a shape.
   storage_attention(const matrix_f& K, const matrix_f& V, storage_options opt) : opt_(std::move(opt)) {
     const char* where = "kvq::attention::storage_attention";
     detail::check_kv(where, K, V);
@@ -173,18 +212,24 @@ class storage_attention {
     V_ = std::move(v);
     scale_ = opt_.softmax_scale > 0.0f ? opt_.softmax_scale : detail::default_softmax_scale(head_dim());
   }
+  /// Context length n (rows of K).
   std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
+  /// Head dimension d (columns of K).
   std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
+  /// Name of the path for reports (codec, math, rotation, quantized Q, biases).
   std::string name() const {
     return "storage " + (opt_.codec.name.empty() ? std::string("custom") : opt_.codec.name) +
            (opt_.bf16_math ? ", bf16 math" : ", fp32 math") + (opt_.hadamard ? ", Hadamard" : "") +
            (opt_.q_codec ? ", quantized Q" : "") + (opt_.bias.empty() ? "" : ", key biases");
   }
-  /// The stored (rotated, dequantized) keys and values.
+  /// The stored keys (rotated, dequantized; tokens x head_dim).
   const matrix_f& keys() const { return K_; }
+  /// The stored values (rotated, dequantized; tokens x head_dim).
   const matrix_f& values() const { return V_; }
 
-  /// p: tokens() doubles (effective weights), o: head_dim() floats.
+  /// Attention of one query q (head_dim() floats, original basis): p receives the
+  /// tokens() effective weights (doubles), o the head_dim() outputs (floats, rotated
+  /// back). Throws std::invalid_argument if q_codec changes the query's shape.
   query_status run(const float* q, double* p, float* o, workspace& ws) const {
     const std::size_t n = tokens(), d = head_dim();
     float* qq = workspace::get(ws.q, d);
@@ -220,41 +265,77 @@ class storage_attention {
 
 // ---------------------------------------------------------------------------
 
+/// Options of fa3_fp8_attention (FlashAttention-3's FP8 forward).
 struct fa3_options {
+  /// \var q_descale
+  /// Descale of Q: the kernel sees fp8(q / q_descale); > 0.
+  /// \var k_descale
+  /// Per-tensor descale of K: x_fp8 = fp8(x / k_descale); > 0, and 1 when
+  /// k_block_descale is given.
+  /// \var v_descale
+  /// Per-tensor descale of V: x_fp8 = fp8(x / v_descale); > 0, and 1 when
+  /// v_block_descale is given.
   float q_descale = 1.0f, k_descale = 1.0f, v_descale = 1.0f;  // x_fp8 = fp8(x / descale)
+  /// Softmax scale; 0: head_dim ** -0.5 (double, rounded to float, as FlashAttention's
+  /// Python front end computes it).
   float softmax_scale = 0.0f;   // 0: head_dim ** -0.5
+  /// P is scaled by 2^max_offset before the FP8 cast: 8 (FA3's FP8 path, P in [0, 256])
+  /// or 0 (P in [0, 1]).
   int max_offset = 8;           // P scaled by S = 2^max_offset before the FP8 cast (8 or 0)
+  /// KV tile length kBlockN in tokens (> 0); fa3_fp8_block_n(head_dim) is FA3's own choice.
   std::size_t block_n = 128;    // kBlockN (fa3_fp8_block_n(head_dim) is FA3's own choice)
+  /// true: FA3's order, last KV block first; false: first to last.
   bool reverse = true;          // FA3 order: last KV block first
+  /// Rotate the head dimension of Q, K and V before the FP8 cast (power-of-two head_dim)
+  /// and the output back.
   bool hadamard = false;        // rotate the head dimension of Q, K, V before the cast
-  // With hadamard: also flip signs by a random ±1 diagonal first (FA3 paper's incoherent
-  // processing, signed_hadamard_rotate with hadamard_signs(hadamard_seed)). false keeps
-  // the plain rotation.
+  /// With hadamard: also flip signs by a random ±1 diagonal first (FA3 paper's incoherent
+  /// processing, signed_hadamard_rotate with hadamard_signs(hadamard_seed)). false keeps
+  /// the plain rotation.
   bool random_signs = false;
+  /// Philox seed of the random signs (hadamard_signs).
   std::uint64_t hadamard_seed = 0;
-  // Accumulation model of q.k and P8.V (fa3_config): ideal fp32 (default, the bits of
-  // the plain path) or the tensor-core block-FMA model of `mma_arch`, optionally promoted
-  // to fp32 every N tensor-core steps (0: never).
+  /// Accumulation model of q.k and P8.V (fa3_config): ideal fp32 (default, the bits of
+  /// the plain path) or the tensor-core block-FMA model of `mma_arch`, optionally promoted
+  /// to fp32 every N tensor-core steps (0: never).
   fa3_accumulation accumulation = fa3_accumulation::ideal_fp32;
+  /// Architecture whose fp8 tensor-core preset (kvq::mma::find_preset) models the
+  /// accumulation in tensor_core mode; fp8 needs sm_89 or later.
   kvq::mma::arch mma_arch = kvq::mma::arch::sm_90;
+  /// Tensor-core mode: add the P.V accumulator into fp32 every N steps (0: never).
   std::size_t pv_promote_every = 0;
+  /// Tensor-core mode: add the q.k accumulator into fp32 every N steps (0: never).
   std::size_t qk_promote_every = 0;
-  // Per-block descales of K and V, one per KV block of block_n rows (block_descales<F>(K,
-  // block_n) computes FA3's amax / 448 ones); empty: the per-tensor k_descale / v_descale.
-  // Giving them requires the matching per-tensor factor to be 1.
+  /// \var k_block_descale
+  /// Per-block descales of K, one per KV block of block_n rows (block_descales\<F\>(K,
+  /// block_n) computes FA3's amax / 448 ones), finite and > 0; empty: the per-tensor
+  /// k_descale. Giving them requires k_descale to be 1.
+  /// \var v_block_descale
+  /// Per-block descales of V, likewise; empty: the per-tensor v_descale. Giving them
+  /// requires v_descale to be 1.
   std::vector<float> k_block_descale, v_block_descale;
-  // Per-key score biases (one per token, natural units: s = q.k * softmax_scale + beta;
-  // empty: none). The kernel adds them to the raw fp32 score S = q8.k8 (after any
-  // per-block K descale) as b_t = fl(beta_t / fl(softmax_scale * fl(q_descale *
-  // k_descale))), FlashAttention-2's placement of ALiBi (slope / scale_softmax added to
-  // the unscaled scores): the max, rescale and exp2 with log2(e) folded into
-  // scale_log2 see a biased score and nothing else changes.
+  /// Per-key score biases (one per token, natural units: s = q.k * softmax_scale + beta;
+  /// empty: none). The kernel adds them to the raw fp32 score S = q8.k8 (after any
+  /// per-block K descale) as b_t = fl(beta_t / fl(softmax_scale * fl(q_descale *
+  /// k_descale))), FlashAttention-2's placement of ALiBi (slope / scale_softmax added to
+  /// the unscaled scores): the max, rescale and exp2 with log2(e) folded into
+  /// scale_log2 see a biased score and nothing else changes.
   std::vector<float> bias;
 };
 
+/// FlashAttention-3's FP8 forward over one head (fa3_query): K and V are (optionally
+/// rotated and) quantized to F once, with per-tensor or per-block descales; each query
+/// is rotated, quantized with its descale and run through fa3_query.
+/// \tparam F FP8 element format of Q, K, V and P (kvq::fmt::e4m3 or kvq::fmt::e5m2).
+/// \tparam Exp2 the exp2 model (exp2_ieee, or a model of ex2.approx.ftz.f32).
 template <class F = kvq::fmt::e4m3, class Exp2 = exp2_ieee>
 class fa3_fp8_attention {
  public:
+  /// Prepares K, V and the kernel configuration. Throws std::invalid_argument for the
+  /// shape and bias errors of reference_attention, block_n = 0, a descale that is not
+  /// > 0, per-block descales of the wrong count, not finite and > 0, or given with a
+  /// per-tensor factor != 1, random_signs without hadamard, hadamard with a
+  /// non-power-of-two head_dim, or tensor_core mode without an fp8 preset for mma_arch.
   fa3_fp8_attention(const matrix_f& K, const matrix_f& V, const fa3_options& opt, Exp2 exp2 = Exp2{})
       : opt_(opt), exp2_(exp2) {
     const char* where = "kvq::attention::fa3_fp8_attention";
@@ -299,10 +380,11 @@ class fa3_fp8_attention {
     cfg_.v_block_descale = opt_.v_block_descale.empty() ? nullptr : opt_.v_block_descale.data();
     cfg_.score_bias = raw_bias_.empty() ? nullptr : raw_bias_.data();
   }
-  // cfg_ points into opt_'s descale vectors and raw_bias_: copies re-point it (moves copy).
+  /// cfg_ points into opt_'s descale vectors and raw_bias_: copies re-point it (moves copy).
   fa3_fp8_attention(const fa3_fp8_attention& o) : opt_(o.opt_), exp2_(o.exp2_), cfg_(o.cfg_), sl2_base_(o.sl2_base_),
                                                   sm_(o.sm_), raw_bias_(o.raw_bias_), signs_(o.signs_), K_(o.K_),
                                                   V_(o.V_) { rebind(); }
+  /// Copy assignment; re-points the configuration like the copy constructor.
   fa3_fp8_attention& operator=(const fa3_fp8_attention& o) {
     if (this != &o) {
       opt_ = o.opt_; exp2_ = o.exp2_; cfg_ = o.cfg_; sl2_base_ = o.sl2_base_; sm_ = o.sm_; raw_bias_ = o.raw_bias_;
@@ -312,8 +394,12 @@ class fa3_fp8_attention {
     return *this;
   }
 
+  /// Context length n (rows of K).
   std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
+  /// Head dimension d (columns of K).
   std::size_t head_dim() const { return static_cast<std::size_t>(K_.cols()); }
+  /// Name of the path for reports (format, S, block, order, rotation, descales, biases,
+  /// accumulation).
   std::string name() const {
     std::string acc;
     if (opt_.accumulation == fa3_accumulation::tensor_core) {
@@ -326,17 +412,24 @@ class fa3_fp8_attention {
            (opt_.k_block_descale.empty() && opt_.v_block_descale.empty() ? "" : ", per-block descale") +
            (opt_.bias.empty() ? "" : ", key biases") + acc + ")";
   }
+  /// The kernel configuration of a query with the options' q_descale.
   const fa3_config& config() const { return cfg_; }
-  /// The FP8 keys and values (decoded, exact), in the rotated basis when hadamard is on.
+  /// The FP8 keys (decoded, exact; tokens x head_dim), in the rotated basis when
+  /// hadamard is on.
   const matrix_f& keys() const { return K_; }
+  /// The FP8 values (decoded, exact; tokens x head_dim), in the rotated basis when
+  /// hadamard is on.
   const matrix_f& values() const { return V_; }
 
-  /// p: tokens() doubles (effective weights), o: head_dim() floats.
+  /// Attention of one query q (head_dim() floats, original basis) with the options'
+  /// q_descale: p receives the tokens() effective weights (doubles), o the head_dim()
+  /// outputs (floats, rotated back).
   query_status run(const float* q, double* p, float* o, workspace& ws) const {
     return run_with(q, p, o, ws, opt_.q_descale, cfg_);
   }
   /// The same with this query's own descale (per-block Q quantization: the descale of
   /// the block of query rows q belongs to, e.g. from block_descales<F>(Q, rows)).
+  /// Throws std::invalid_argument if q_descale is not > 0.
   query_status run(const float* q, double* p, float* o, workspace& ws, float q_descale) const {
     if (!(q_descale > 0.0f)) kvq::detail::fail("kvq::attention::fa3_fp8_attention::run", "q_descale must be > 0");
     fa3_config c = cfg_;
