@@ -1,57 +1,58 @@
-// kvq/attention/kernels.hpp — attention for one query over a context, in three
-// precisions, as host/device functions on raw rows with caller-supplied scratch (no
-// allocation, no exceptions). Memory per query is O(n + d log n): nothing quadratic in
-// the context length is ever formed.
-//
-// Every sum is kvq's fixed pairwise tree (reduce.hpp) and every exponential kvq's own
-// (math.hpp), so each kernel gives the same bits on every host, device and thread count.
-// Products of float inputs are exact in double; in the float kernels each product is
-// rounded to float before the tree sum (a GPU tensor core accumulates in its own order,
-// which no CPU reproduces; these kernels define one deterministic order).
-//
-//  reference_query  double: s_t = (q.k_t) / sqrt(d) [+ beta_t]; p = exp(s - max) / sum; o = sum p_t v_t
-//  storage_query    fp32 (or bf16) math on K/V that went through a quantizer:
-//                   s_t = fl(q.k_t) * scale [+ beta_t]; e_t = exp(s_t - max); fp32: p = e / Z, o = sum p v;
-//                   bf16: P = bf16(e), o = bf16(fl(sum P v) * (1/Z)) (FlashAttention-2 order)
-//  fa3_query        FlashAttention-3 FP8 forward (hopper/softmax.h, mainloop_fwd_sm90_tma_gmma_ws.hpp):
-//                   KV blocks of block_n tokens, processed last-to-first (FA3) or first-to-last;
-//                   per block: S = q.k (fp32) [* k_block_descale] [+ score_bias_t],
-//                   m = max(m_prev, max S),
-//                   scores_scale = exp2((m_prev - m) * scale_log2), row_sum *= scores_scale,
-//                   P = exp2(fma(S, scale_log2, -(fma(m, scale_log2, -max_offset)))),
-//                   row_sum += sum P, P8 = fp8(P) (rn, satfinite), O = O * scores_scale + P8 . V;
-//                   finally O *= (row_sum == 0 or NaN ? 0 : 1 / row_sum) * v_descale.
-//                   max_offset = 8 scales P into [0, 256] (FA3's FP8 path: S = 256), 0 gives S = 1.
-//                   Accumulation (fa3_accumulation): ideal_fp32 sums q.k and P8.V in kvq's
-//                   fp32 tree (the default); tensor_core runs them as chained wgmma steps of
-//                   32 products through a kvq::mma block-FMA model (sm_90 fp8: 13-bit
-//                   accumulator), optionally promoted to an fp32 accumulator every N steps
-//                   (two-level accumulation, see fa3_config).
-//                   The two fma's are what nvcc's default contraction makes of FA3's
-//                   `x * scale - max_scaled` and `max * scale - max_offset`. The row max uses
-//                   fmaxf semantics (a NaN operand is ignored), as CUDA's max does.
-//
-// Per-key score biases (beta_t, e.g. the biases of a compacted cache, Zweiger et al.,
-// "Fast KV Compaction via Attention Matching", arXiv 2602.16284) are an optional pointer
-// of n floats; nullptr means none, and then the add is skipped, so a kernel without
-// biases computes exactly what it computed before biases existed (an add of +0.0 would
-// also be exact for every finite score except that it turns a -0.0 score into +0.0;
-// skipping it makes the guarantee trivial). Where the bias enters:
-//   reference_query  in double, after the division by sqrt(d): s_t = dot / sqrt(d) + double(beta_t)
-//   storage_query    in fp32, after the scale multiply (two roundings, no fma):
-//                    s_t = fl(fl(q.k_t) * scale) + beta_t  (bf16 mode: beta_t as given)
-//   fa3_query        in fp32 on the raw score, before the row max (fa3_config::score_bias):
-//                    S_t = fl(S_t + b_t) with b_t = beta_t / (softmax_scale * q_descale * k_descale)
-//                    in raw-score units, the way FlashAttention-2 adds ALiBi (its slope is
-//                    divided by scale_softmax, csrc/flash_attn/src/flash_fwd_kernel.h, and
-//                    added to the unscaled scores in mask.h), so the online softmax, its
-//                    max and rescale factors and the exp2 with log2(e) folded into
-//                    scale_log2 are unchanged; fa3_fp8_attention does the conversion.
-//
-// Each kernel also writes the effective attention weights p_eff[t] (double): the weight
-// with which v_t enters the output, so metrics compare the distribution the kernel really
-// used (for fa3_query: P8_t times the later blocks' rescale factors times 1/row_sum, the
-// products taken in double).
+/// \file
+/// kvq/attention/kernels.hpp — attention for one query over a context, in three
+/// precisions, as host/device functions on raw rows with caller-supplied scratch (no
+/// allocation, no exceptions). Memory per query is O(n + d log n): nothing quadratic in
+/// the context length is ever formed.
+///
+/// Every sum is kvq's fixed pairwise tree (reduce.hpp) and every exponential kvq's own
+/// (math.hpp), so each kernel gives the same bits on every host, device and thread count.
+/// Products of float inputs are exact in double; in the float kernels each product is
+/// rounded to float before the tree sum (a GPU tensor core accumulates in its own order,
+/// which no CPU reproduces; these kernels define one deterministic order).
+///
+///  reference_query  double: s_t = (q.k_t) / sqrt(d) [+ beta_t]; p = exp(s - max) / sum; o = sum p_t v_t
+///  storage_query    fp32 (or bf16) math on K/V that went through a quantizer:
+///                   s_t = fl(q.k_t) * scale [+ beta_t]; e_t = exp(s_t - max); fp32: p = e / Z, o = sum p v;
+///                   bf16: P = bf16(e), o = bf16(fl(sum P v) * (1/Z)) (FlashAttention-2 order)
+///  fa3_query        FlashAttention-3 FP8 forward (hopper/softmax.h, mainloop_fwd_sm90_tma_gmma_ws.hpp):
+///                   KV blocks of block_n tokens, processed last-to-first (FA3) or first-to-last;
+///                   per block: S = q.k (fp32) [* k_block_descale] [+ score_bias_t],
+///                   m = max(m_prev, max S),
+///                   scores_scale = exp2((m_prev - m) * scale_log2), row_sum *= scores_scale,
+///                   P = exp2(fma(S, scale_log2, -(fma(m, scale_log2, -max_offset)))),
+///                   row_sum += sum P, P8 = fp8(P) (rn, satfinite), O = O * scores_scale + P8 . V;
+///                   finally O *= (row_sum == 0 or NaN ? 0 : 1 / row_sum) * v_descale.
+///                   max_offset = 8 scales P into [0, 256] (FA3's FP8 path: S = 256), 0 gives S = 1.
+///                   Accumulation (fa3_accumulation): ideal_fp32 sums q.k and P8.V in kvq's
+///                   fp32 tree (the default); tensor_core runs them as chained wgmma steps of
+///                   32 products through a kvq::mma block-FMA model (sm_90 fp8: 13-bit
+///                   accumulator), optionally promoted to an fp32 accumulator every N steps
+///                   (two-level accumulation, see fa3_config).
+///                   The two fma's are what nvcc's default contraction makes of FA3's
+///                   `x * scale - max_scaled` and `max * scale - max_offset`. The row max uses
+///                   fmaxf semantics (a NaN operand is ignored), as CUDA's max does.
+///
+/// Per-key score biases (beta_t, e.g. the biases of a compacted cache, Zweiger et al.,
+/// "Fast KV Compaction via Attention Matching", arXiv 2602.16284) are an optional pointer
+/// of n floats; nullptr means none, and then the add is skipped, so a kernel without
+/// biases computes exactly what it computed before biases existed (an add of +0.0 would
+/// also be exact for every finite score except that it turns a -0.0 score into +0.0;
+/// skipping it makes the guarantee trivial). Where the bias enters:
+///   reference_query  in double, after the division by sqrt(d): s_t = dot / sqrt(d) + double(beta_t)
+///   storage_query    in fp32, after the scale multiply (two roundings, no fma):
+///                    s_t = fl(fl(q.k_t) * scale) + beta_t  (bf16 mode: beta_t as given)
+///   fa3_query        in fp32 on the raw score, before the row max (fa3_config::score_bias):
+///                    S_t = fl(S_t + b_t) with b_t = beta_t / (softmax_scale * q_descale * k_descale)
+///                    in raw-score units, the way FlashAttention-2 adds ALiBi (its slope is
+///                    divided by scale_softmax, csrc/flash_attn/src/flash_fwd_kernel.h, and
+///                    added to the unscaled scores in mask.h), so the online softmax, its
+///                    max and rescale factors and the exp2 with log2(e) folded into
+///                    scale_log2 are unchanged; fa3_fp8_attention does the conversion.
+///
+/// Each kernel also writes the effective attention weights p_eff[t] (double): the weight
+/// with which v_t enters the output, so metrics compare the distribution the kernel really
+/// used (for fa3_query: P8_t times the later blocks' rescale factors times 1/row_sum, the
+/// products taken in double).
 #pragma once
 
 #include <cstddef>
@@ -73,13 +74,24 @@ namespace attention {
 /// A read-only row-major block of rows x cols with a row stride (in elements).
 template <class T>
 struct rows_view {
+  /// First element of row 0.
   const T* data = nullptr;
+  /// \var rows
+  /// Number of rows (tokens).
+  /// \var cols
+  /// Elements per row (head_dim).
+  /// \var stride
+  /// Distance in elements between the starts of consecutive rows.
   std::size_t rows = 0, cols = 0, stride = 0;
+  /// Pointer to row i (no bounds check).
   KVQ_HD const T* row(std::size_t i) const { return data + i * stride; }
 };
 
+/// What a per-query kernel saw; the driver's NaN/Inf guard acts on nonfinite_scores.
 struct query_status {
+  /// A NaN or Inf reached the scores (before the softmax).
   bool nonfinite_scores = false;  // a NaN or Inf reached the scores
+  /// The output row holds a NaN or Inf.
   bool nonfinite_output = false;  // the output row holds a NaN or Inf
 };
 
@@ -113,8 +125,8 @@ KVQ_HD constexpr std::size_t pv_scratch(std::size_t rows, std::size_t d) {
 
 // ---------------------------------------------------------------------------
 // Double-precision reference.
-// The weights alone: p = softmax(q.K^T / sqrt(d) + beta) in double (n doubles; bias:
-// n floats or nullptr for none); returns whether a score was not finite.
+/// The weights alone: p = softmax(q.K^T / sqrt(d) + beta) in double (n doubles; bias:
+/// n floats or nullptr for none); returns whether a score was not finite.
 KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double* p, const float* bias = nullptr) {
   bool nonfinite = false;
   const std::size_t n = K.rows, d = K.cols;
@@ -131,8 +143,8 @@ KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double*
   return nonfinite;
 }
 
-// Weights and output. Scratch: acc = pv_scratch(n, d) doubles, tmp = d doubles. p = n
-// doubles, o = d doubles; bias: n floats or nullptr.
+/// Weights and output. Scratch: acc = pv_scratch(n, d) doubles, tmp = d doubles. p = n
+/// doubles, o = d doubles; bias: n floats or nullptr.
 KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, rows_view<float> V, double* p,
                                            double* o, double* acc, double* tmp, const float* bias = nullptr) {
   query_status st;
@@ -149,8 +161,8 @@ KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, r
 // Storage-only emulation: fp32 (or bf16) math over already dequantized K/V.
 // In bf16 mode the caller passes q, K, V already rounded to bf16.
 // Scratch: s = n floats, acc = pv_scratch(n, d) floats, tmp = d floats.
-// The unnormalised fp32 softmax: s[t] = exp(q.k_t * scale [+ beta_t] - max) and Z = their
-// tree sum (bias: n floats or nullptr); returns whether a score was not finite.
+/// The unnormalised fp32 softmax: s[t] = exp(q.k_t * scale [+ beta_t] - max) and Z = their
+/// tree sum (bias: n floats or nullptr); returns whether a score was not finite.
 KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float scale, float* s, float& Z,
                                    const float* bias = nullptr) {
   bool nonfinite = false;
@@ -166,8 +178,8 @@ KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float sca
   return nonfinite;
 }
 
-// The fp32 weights alone, p[t] = s[t] / Z widened to double (scratch s: n floats), as
-// storage_query computes them without bf16.
+/// The fp32 weights alone, p[t] = s[t] / Z widened to double (scratch s: n floats), as
+/// storage_query computes them without bf16.
 KVQ_HD inline bool storage_weights(const float* q, rows_view<float> K, float scale, float* s, double* p,
                                    const float* bias = nullptr) {
   float Z = 0.0f;
@@ -176,6 +188,12 @@ KVQ_HD inline bool storage_weights(const float* q, rows_view<float> K, float sca
   return nonfinite;
 }
 
+/// Storage-only emulation of one query (see the file comment): storage_softmax, then
+/// fp32: p = s / Z, o = sum p v; bf16 (bf16 = true): P = bf16(s),
+/// o = bf16(fl(sum P v) * (1/Z)), the FlashAttention-2 order. In bf16 mode the caller
+/// passes q, K and V already rounded to bf16. p_eff: n doubles (the effective
+/// weights), o: d floats; scratch: s = n floats, acc = pv_scratch(n, d) floats,
+/// tmp = d floats; bias: n floats or nullptr.
 KVQ_HD inline query_status storage_query(const float* q, rows_view<float> K, rows_view<float> V, float scale,
                                          bool bf16, double* p_eff, float* o, float* s, float* acc, float* tmp,
                                          const float* bias = nullptr) {
@@ -211,60 +229,79 @@ KVQ_HD inline query_status storage_query(const float* q, rows_view<float> K, row
 /// The exp2 instruction model: kvq's correctly rounded-or-1-ulp exp2 (IEEE model). A
 /// hardware model of ex2.approx.ftz.f32 can be plugged in with the same signature.
 struct exp2_ieee {
+  /// exp2(x) by kvq::math::exp2.
   KVQ_HD float operator()(float x) const { return math::exp2(x); }
 };
 
 /// How fa3_query forms q.k and P8.V.
 enum class fa3_accumulation {
+  /// kvq's fixed fp32 tree, every product rounded to float (exact for FP8 inputs), one
+  /// rounding per addition.
   ideal_fp32,   // kvq's fixed fp32 tree, every product rounded to float (exact products
                 // of FP8 values), one rounding per addition
+  /// Chained tensor-core steps of fa3_config::mma (k = 32 products for the sm_90 fp8
+  /// preset): d of one step is c of the next.
   tensor_core   // chained tensor-core steps of fa3_config::mma (k = 32 products for the
                 // sm_90 fp8 preset): d of one step is c of the next
 };
 
+/// Configuration of fa3_query; fa3_fp8_attention builds it from fa3_options.
 struct fa3_config {
+  /// fl(softmax_scale * log2(e)) times fl(q_descale * k_descale) in fp32, as FA3's
+  /// flash_api.cpp and FP8 kernel form it (fa3_fp8_attention computes it).
   float scale_log2 = 0.0f;   // softmax_scale * log2(e) * q_descale * k_descale (see fa3.hpp)
+  /// Per-tensor descale of V: the final output is multiplied by fl(1 / row_sum * v_descale).
   float v_descale = 1.0f;
+  /// P = exp2(S * scale_log2 - (m * scale_log2 - max_offset)): 8 gives P in [0, 256]
+  /// (FA3's FP8 path), 0 gives P in [0, 1].
   float max_offset = 8.0f;   // 8: P in [0, 256] (FA3's FP8 path); 0: P in [0, 1]
+  /// KV tile length in tokens (FA3's kBlockN); > 0.
   std::size_t block_n = 128;  // kBlockN
+  /// true: KV blocks from the last to the first (FA3's order); false: first to last.
   bool reverse = true;       // FA3 iterates the KV blocks from the last to the first
   // --- accumulation model (the defaults keep the ideal fp32 behaviour) ---
+  /// How q.k and P8.V are accumulated (ideal fp32 tree or tensor-core model).
   fa3_accumulation accumulation = fa3_accumulation::ideal_fp32;
-  // The block-FMA rule of one wgmma k-step; the default is the sm_90 fp8 preset
-  // (kvq/mma/presets.hpp). fa3_fp8_attention fills it from the preset of its format.
+  /// The block-FMA rule of one wgmma k-step; the default is the sm_90 fp8 preset
+  /// (kvq/mma/presets.hpp). fa3_fp8_attention fills it from the preset of its format.
   mma::block_fma_params mma{32, 13, -133, mma::c_entry::aligned, mma::final_rounding::toward_zero,
                             mma::output_format::fp32, 13};
-  // Two-level accumulation: after every `*_promote_every` tensor-core steps the
-  // tensor-core accumulator is added (fp32, nearest even) into an fp32 accumulator and
-  // restarted from 0 (the DeepSeek-V3 §3.3.2 / CUTLASS "FP8 fast accumulation off"
-  // scheme; for P.V the one of flash-attention PRs #2250/#2323, vLLM flash-attention
-  // #104/#122). 0: never, everything stays chained in the tensor core, as FA3 does. The
-  // counter of P.V steps runs across KV blocks (a KV block holds block_n / 32 steps).
+  /// Two-level accumulation: after every `*_promote_every` tensor-core steps the
+  /// tensor-core accumulator is added (fp32, nearest even) into an fp32 accumulator and
+  /// restarted from 0 (the DeepSeek-V3 §3.3.2 / CUTLASS "FP8 fast accumulation off"
+  /// scheme; for P.V the one of flash-attention PRs #2250/#2323, vLLM flash-attention
+  /// #104/#122). 0: never, everything stays chained in the tensor core, as FA3 does. The
+  /// counter of P.V steps runs across KV blocks (a KV block holds block_n / 32 steps).
   std::size_t qk_promote_every = 0;
+  /// The same for the P.V tensor-core steps (0: never); the counter runs across KV blocks.
   std::size_t pv_promote_every = 0;
-  // Optional per-block descales (FA3 paper §3.3 block quantization), one per KV block of
-  // block_n tokens, indexed by block number; null: the per-tensor factors folded into
-  // scale_log2 and v_descale. With k_block_descale, S of block b is multiplied (fp32) by
-  // k_block_descale[b] before the softmax; with v_block_descale, the block's P8.V is
-  // multiplied by v_block_descale[b] before it enters O (so in tensor-core mode the
-  // accumulator is promoted at least once per block). Host or device pointers, as the
-  // caller runs the kernel.
+  /// Optional per-block descales (FA3 paper §3.3 block quantization), one per KV block of
+  /// block_n tokens, indexed by block number; null: the per-tensor factors folded into
+  /// scale_log2 and v_descale. With k_block_descale, S of block b is multiplied (fp32) by
+  /// k_block_descale[b] before the softmax; with v_block_descale, the block's P8.V is
+  /// multiplied by v_block_descale[b] before it enters O (so in tensor-core mode the
+  /// accumulator is promoted at least once per block). Host or device pointers, as the
+  /// caller runs the kernel.
   const float* k_block_descale = nullptr;
+  /// Per-block descales of V, one per KV block (see k_block_descale); null: v_descale.
   const float* v_block_descale = nullptr;
-  // Optional per-key score biases in raw-score units (n floats, indexed by token; null:
-  // none): S_t = fl(S_t + score_bias[t]) after the k_block_descale multiply and before
-  // the row max. A bias beta_t in natural units (s = q.k / sqrt(d) + beta) is
-  // beta_t / (softmax_scale * q_descale * k_descale) here (fa3_fp8_attention converts).
+  /// Optional per-key score biases in raw-score units (n floats, indexed by token; null:
+  /// none): S_t = fl(S_t + score_bias[t]) after the k_block_descale multiply and before
+  /// the row max. A bias beta_t in natural units (s = q.k / sqrt(d) + beta) is
+  /// beta_t / (softmax_scale * q_descale * k_descale) here (fa3_fp8_attention converts).
   const float* score_bias = nullptr;
 };
 
 /// The kvq::mma input format of an FP8 element format (e5m2 for E5M2, else E4M3).
 template <class F>
 struct fa3_mma_input {
+  /// mma::input_format::e4m3.
   static constexpr mma::input_format value = mma::input_format::e4m3;
 };
+/// E5M2 elements enter the tensor core as mma::input_format::e5m2.
 template <>
 struct fa3_mma_input<kvq::fmt::e5m2> {
+  /// mma::input_format::e5m2.
   static constexpr mma::input_format value = mma::input_format::e5m2;
 };
 
@@ -299,6 +336,9 @@ KVQ_HD inline float tc_dot(const mma::block_fma_params& p, mma::input_format in,
 }  // namespace detail
 
 /// q, K, V hold values of the FP8 format F (decoded to float, exact).
+/// Runs FA3's FP8 forward for one query (see the file comment) with configuration c:
+/// p_eff receives the n effective weights (doubles), o the d outputs (floats); scratch
+/// holds fa3_scratch(n, d, c.block_n) floats; exp2 is the exp2 model.
 template <class F, class Exp2 = exp2_ieee>
 KVQ_HD inline query_status fa3_query(const float* q, rows_view<float> K, rows_view<float> V, const fa3_config& c,
                                      double* p_eff, float* o, float* scratch, Exp2 exp2 = Exp2{}) {
