@@ -1,23 +1,24 @@
-// kvq/attention/driver.hpp — run the queries of one head through the reference and an
-// emulated path, query by query, with the NaN/Inf guard.
-//
-//   compare(ref, emu, Q, visit, opt)   calls visit(const query_result&) for each query
-//                                      row, in order, with both weight vectors and both
-//                                      outputs (valid during the call only): memory is
-//                                      O(threads * n), never O(queries * n)
-//   attend(emu, Q, opt, report, ref)   the emulated outputs (queries x d)
-//   attend_reference(ref, Q, opt)      the double outputs
-//
-// Threads: opt.threads queries are computed at a time, each on its own thread with its
-// own scratch; the visitor is always called on the calling thread in query order, and
-// every value is independent of the thread count.
-//
-// Guard (opt.guard): when a NaN or Inf reaches a query's emulated scores, that query's
-// emulated weights and output are replaced by the high-precision (reference) ones and the
-// query is counted as a fallback — the "fall back to FP16" guardrail.
-// A path with key biases (a compacted cache) needs a reference built with the same
-// biases (reference_attention(K, V, bias)) for compare() and the guard to mean anything. Without the guard,
-// non-finite outputs are counted (queries and elements) and passed through unchanged.
+/// \file
+/// kvq/attention/driver.hpp — run the queries of one head through the reference and an
+/// emulated path, query by query, with the NaN/Inf guard.
+///
+///   compare(ref, emu, Q, visit, opt)   calls visit(const query_result&) for each query
+///                                      row, in order, with both weight vectors and both
+///                                      outputs (valid during the call only): memory is
+///                                      O(threads * n), never O(queries * n)
+///   attend(emu, Q, opt, report, ref)   the emulated outputs (queries x d)
+///   attend_reference(ref, Q, opt)      the double outputs
+///
+/// Threads: opt.threads queries are computed at a time, each on its own thread with its
+/// own scratch; the visitor is always called on the calling thread in query order, and
+/// every value is independent of the thread count.
+///
+/// Guard (opt.guard): when a NaN or Inf reaches a query's emulated scores, that query's
+/// emulated weights and output are replaced by the high-precision (reference) ones and the
+/// query is counted as a fallback — the "fall back to FP16" guardrail.
+/// A path with key biases (a compacted cache) needs a reference built with the same
+/// biases (reference_attention(K, V, bias)) for compare() and the guard to mean anything. Without the guard,
+/// non-finite outputs are counted (queries and elements) and passed through unchanged.
 #pragma once
 
 #include <cstddef>
@@ -31,27 +32,51 @@
 namespace kvq {
 namespace attention {
 
+/// How the driver runs the queries of a head.
 struct run_options {
+  /// Queries computed at a time, each on its own thread (0 counts as 1); no value
+  /// depends on it.
   unsigned threads = 1;
+  /// The NaN/Inf guard: a query whose emulated scores hold a NaN or Inf gets the
+  /// reference weights and output instead (see the file comment).
   bool guard = false;
 };
 
+/// Counts of one compare() or attend() run.
 struct attention_report {
+  /// Queries run.
   std::size_t queries = 0;
+  /// Queries replaced by the reference (guard on).
   std::size_t fallbacks = 0;                // queries replaced by the reference (guard on)
+  /// Queries whose emulated scores held a NaN or Inf.
   std::size_t nonfinite_score_queries = 0;  // queries whose emulated scores had a NaN/Inf
+  /// Queries left with a non-finite output (after any fallback).
   std::size_t nonfinite_output_queries = 0; // queries left with a non-finite output
+  /// Non-finite output elements left (after any fallback).
   std::size_t nonfinite_outputs = 0;        // non-finite output elements left
 };
 
+/// One query's results as compare() passes them to its visitor; the pointers are
+/// valid during the call only.
 struct query_result {
+  /// Query row in Q.
   std::size_t index = 0;  // query row
+  /// \var tokens
+  /// Context length n (entries of p_ref and p_emu).
+  /// \var head_dim
+  /// Head dimension d (entries of o_ref and o_emu).
   std::size_t tokens = 0, head_dim = 0;
+  /// Reference weights (tokens doubles).
   const double* p_ref = nullptr;  // tokens
+  /// Emulated effective weights (tokens doubles; the reference's after a fallback).
   const double* p_emu = nullptr;  // tokens (the reference's after a fallback)
+  /// Reference output (head_dim doubles).
   const double* o_ref = nullptr;  // head_dim
+  /// Emulated output (head_dim floats; the reference's, rounded to float, after a fallback).
   const float* o_emu = nullptr;   // head_dim
+  /// What the emulated kernel saw, before any fallback.
   query_status status;            // of the emulated path, before any fallback
+  /// Whether the guard replaced this query's emulated results by the reference.
   bool fell_back = false;
 };
 
@@ -99,6 +124,12 @@ inline std::size_t count_nonfinite(const float* o, std::size_t d) {
 
 }  // namespace detail
 
+/// Runs every row of Q (queries x head_dim) through ref and emu and calls
+/// visit(const query_result&) for each, in row order, on the calling thread. Emu is a
+/// path with float outputs (storage_attention, fa3_fp8_attention); memory is
+/// O(threads * n). Throws std::invalid_argument if ref and emu differ in tokens or
+/// head_dim, or Q's columns differ from head_dim.
+/// \return the counts of the run.
 template <class Emu, class Visitor>
 attention_report compare(const reference_attention& ref, const Emu& emu, const matrix_f& Q, Visitor&& visit,
                          const run_options& opt = {}) {
@@ -155,6 +186,9 @@ attention_report compare(const reference_attention& ref, const Emu& emu, const m
 
 /// Emulated outputs of all query rows. With opt.guard, `fallback` (the high-precision
 /// path over the original K/V) is required.
+/// Returns a queries x head_dim matrix; `report`, if given, receives the counts.
+/// Throws std::invalid_argument if Q's columns differ from head_dim, the guard is on
+/// without a fallback, or the fallback's shape differs from emu's.
 template <class Emu>
 matrix_f attend(const Emu& emu, const matrix_f& Q, const run_options& opt = {}, attention_report* report = nullptr,
                 const reference_attention* fallback = nullptr) {
@@ -203,6 +237,7 @@ matrix_f attend(const Emu& emu, const matrix_f& Q, const run_options& opt = {}, 
 }
 
 /// Double-precision outputs of all query rows.
+/// Throws std::invalid_argument if Q's columns differ from head_dim.
 inline matrix_d attend_reference(const reference_attention& ref, const matrix_f& Q, const run_options& opt = {}) {
   detail::check_queries("kvq::attention::attend_reference", Q, ref.head_dim());
   const std::size_t n = ref.tokens(), d = ref.head_dim(), nq = static_cast<std::size_t>(Q.rows());
@@ -219,6 +254,8 @@ inline matrix_d attend_reference(const reference_attention& ref, const matrix_f&
 }
 
 /// Attention weights of one query row under a path (n doubles).
+/// Throws std::invalid_argument if Q's columns differ from head_dim or row is not a
+/// row of Q.
 template <class Path>
 std::vector<double> probabilities(const Path& path, const matrix_f& Q, std::size_t row) {
   detail::check_queries("kvq::attention::probabilities", Q, path.head_dim());

@@ -250,7 +250,8 @@ struct fa3_config {
   /// fl(softmax_scale * log2(e)) times fl(q_descale * k_descale) in fp32, as FA3's
   /// flash_api.cpp and FP8 kernel form it (fa3_fp8_attention computes it).
   float scale_log2 = 0.0f;   // softmax_scale * log2(e) * q_descale * k_descale (see fa3.hpp)
-  /// Per-tensor descale of V: the final output is multiplied by fl(1 / row_sum * v_descale).
+  /// Per-tensor descale of V: the final output is multiplied by fl(fl(1 / row_sum) * v_descale)
+  /// (0 instead of 1 / row_sum when row_sum is 0 or NaN).
   float v_descale = 1.0f;
   /// P = exp2(S * scale_log2 - (m * scale_log2 - max_offset)): 8 gives P in [0, 256]
   /// (FA3's FP8 path), 0 gives P in [0, 1].
