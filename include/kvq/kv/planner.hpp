@@ -1,29 +1,30 @@
-// kvq/kv/planner.hpp — KV memory planner: bytes per token and per sequence for a model
-// shape under each storage format, PagedAttention page rounding, and the longest
-// context or largest batch that fits a memory budget.
-//
-// Counting (the same bytes the kv stores hold, see store.hpp):
-//   high precision     d * 2 (bf16/fp16) or d * 4 bytes per vector
-//   block schemes      ceil(d*bits/8) code bytes + (d/B) scales (1 byte, or 4 for fp32
-//                      scales) + (d/B) fp32 zero points, per vector of d values; plus one
-//                      fp32 tensor value per layer and K/V where the recipe has one
-//   KIVI values        per token d*bits/8 + (d/G)*(scale + zero); the last `residual`
-//                      tokens at the compute dtype
-//   KIVI keys          per channel and group of G tokens one scale + zero; the last
-//                      n mod `residual` tokens at the compute dtype
-//   (scale/zero/residual width: 2 bytes for the fp16 variants, 4 for fp32)
-// A vector is one KV head's key or value for one token (MHA/GQA: 2 * kv_heads vectors
-// per token per layer); for multi-head latent attention it is the cached latent plus the
-// decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
-// layer, no separate V), which is what vLLM's MLA cache stores.
-// Page rounding: a sequence of n tokens occupies ceil(n / page_tokens) pages.
-// Compacted caches (KV compaction, kvq/compact/): n tokens compacted R times keep
-// floor(n / R) tokens (at least one; R in [1, n), the rule of
-// kvq::compact::budget_from_ratio), each stored in the format as above (paged as above),
-// plus one score bias per kept token per KV head per layer (Attention Matching's beta:
-// 4 bytes fp32, 2 bytes bf16; none for eviction), outside the pages.
-// Shapes no cache can hold (head_dim not a multiple of a format's block or group size, a
-// KIVI residual that is not a multiple of the group) raise std::invalid_argument.
+/// \file
+/// kvq/kv/planner.hpp — KV memory planner: bytes per token and per sequence for a model
+/// shape under each storage format, PagedAttention page rounding, and the longest
+/// context or largest batch that fits a memory budget.
+///
+/// Counting (the same bytes the kv stores hold, see store.hpp):
+///   high precision     d * 2 (bf16/fp16) or d * 4 bytes per vector
+///   block schemes      ceil(d*bits/8) code bytes + (d/B) scales (1 byte, or 4 for fp32
+///                      scales) + (d/B) fp32 zero points, per vector of d values; plus one
+///                      fp32 tensor value per layer and K/V where the recipe has one
+///   KIVI values        per token d*bits/8 + (d/G)*(scale + zero); the last `residual`
+///                      tokens at the compute dtype
+///   KIVI keys          per channel and group of G tokens one scale + zero; the last
+///                      n mod `residual` tokens at the compute dtype
+///   (scale/zero/residual width: 2 bytes for the fp16 variants, 4 for fp32)
+/// A vector is one KV head's key or value for one token (MHA/GQA: 2 * kv_heads vectors
+/// per token per layer); for multi-head latent attention it is the cached latent plus the
+/// decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
+/// layer, no separate V), which is what vLLM's MLA cache stores.
+/// Page rounding: a sequence of n tokens occupies ceil(n / page_tokens) pages.
+/// Compacted caches (KV compaction, kvq/compact/): n tokens compacted R times keep
+/// floor(n / R) tokens (at least one; R in [1, n), the rule of
+/// kvq::compact::budget_from_ratio), each stored in the format as above (paged as above),
+/// plus one score bias per kept token per KV head per layer (Attention Matching's beta:
+/// 4 bytes fp32, 2 bytes bf16; none for eviction), outside the pages.
+/// Shapes no cache can hold (head_dim not a multiple of a format's block or group size, a
+/// KIVI residual that is not a multiple of the group) raise std::invalid_argument.
 #pragma once
 
 #include <cstddef>
@@ -40,18 +41,24 @@
 namespace kvq {
 namespace kv {
 
+/// The shape of a model as far as its KV cache is concerned.
 struct model_shape {
+  /// Display name.
   const char* name = "";
+  /// Transformer layers, each with its own KV cache.
   std::size_t layers = 0;
   std::size_t kv_heads = 0;   ///< 0 for MLA
   std::size_t head_dim = 0;   ///< per KV head; for MLA: kv_lora_rank + qk_rope_head_dim
   bool mla = false;           ///< one latent vector per token per layer instead of K and V heads
+  /// Where the numbers come from (the model's config.json).
   const char* source = "";
 
-  /// Cached vectors per token per layer, and their length.
+  /// Cached vectors per token per layer: 1 for MLA, else 2 * kv_heads (one key and one
+  /// value per KV head); each has head_dim values.
   std::size_t vectors_per_layer() const noexcept { return mla ? 1u : 2u * kv_heads; }
 };
 
+/// Shapes of published models, taken from their config.json.
 namespace presets {
 /// meta-llama/Llama-3.1-8B config.json: num_hidden_layers 32, num_attention_heads 32,
 /// num_key_value_heads 8, hidden_size 4096 (head_dim 128).
@@ -134,6 +141,7 @@ inline std::size_t kv_bytes(const model_shape& m, const kv_format& k, const kv_f
   }
   return m.layers * per_layer;
 }
+/// kv_bytes with the same format for keys and values.
 inline std::size_t kv_bytes(const model_shape& m, const kv_format& f, std::size_t tokens, std::size_t page_tokens = 0,
                             kivi_options kivi = {}) {
   return kv_bytes(m, f, f, tokens, page_tokens, kivi);
@@ -147,6 +155,7 @@ inline double bytes_per_token(const model_shape& m, const kv_format& k, const kv
   const double b = static_cast<double>(kv_bytes(m, k, v, big, 0, kivi));
   return (a - b) / static_cast<double>(big);
 }
+/// bytes_per_token with the same format for keys and values (default KIVI options).
 inline double bytes_per_token(const model_shape& m, const kv_format& f) { return bytes_per_token(m, f, f); }
 
 /// KV bytes of a sequence under a mixed-precision policy (prefill formats; no paging):
@@ -199,8 +208,10 @@ inline std::size_t max_context(const model_shape& m, const precision_policy& p, 
                                  "kvq::kv::max_context");
 }
 
-/// How a compacted cache stores its per-key score biases.
+/// How a compacted cache stores its per-key score biases: none (eviction keeps no
+/// biases), fp32 (4 bytes each) or bf16 (2 bytes each).
 enum class bias_dtype { none, fp32, bf16 };
+/// Bytes of one stored bias: 4 for fp32, 2 for bf16, 0 for none.
 inline std::size_t bias_bytes(bias_dtype b) { return b == bias_dtype::fp32 ? 4 : b == bias_dtype::bf16 ? 2 : 0; }
 
 /// Tokens kept when `tokens` tokens are compacted `ratio` times: floor(tokens / ratio),
