@@ -2,12 +2,14 @@
 /// kvq/attention/driver.hpp — run the queries of one head through the reference and an
 /// emulated path, query by query, with the NaN/Inf guard.
 ///
+/// ~~~
 ///   compare(ref, emu, Q, visit, opt)   calls visit(const query_result&) for each query
 ///                                      row, in order, with both weight vectors and both
 ///                                      outputs (valid during the call only): memory is
 ///                                      O(threads * n), never O(queries * n)
 ///   attend(emu, Q, opt, report, ref)   the emulated outputs (queries x d)
 ///   attend_reference(ref, Q, opt)      the double outputs
+/// ~~~
 ///
 /// Threads: opt.threads queries are computed at a time, each on its own thread with its
 /// own scratch; the visitor is always called on the calling thread in query order, and

@@ -4,7 +4,9 @@
 ///
 /// From hopper/tile_size.h (Dao-AILab/flash-attention), tile_size_fwd_sm90 with
 /// element_size = 1 (FP8), two MMA warpgroups, no paged KV, row-major V, no softcap:
+/// ~~~
 ///   headdim <= 64: 160,  <= 96: 128,  <= 128: 224,  <= 192: 160,  else 128.
+/// ~~~
 /// (Causal masking does not change the FP8 tile; local attention uses 64 above 192.)
 /// Every value is a multiple of 32, so a KV tile is a whole number of fp8 wgmma k-steps.
 #pragma once

@@ -13,10 +13,12 @@
 /// orthogonal, so q.k is unchanged when q and k use the same signs, and D H undoes it.
 ///
 /// Fixed operation order (the bits depend on it):
+/// ~~~
 ///   for h = 1, 2, 4, ..., d/2:  for each i with (i & h) == 0, ascending:
 ///       (x[i], x[i + h]) <- (x[i] + x[i + h], x[i] - x[i + h])
 ///   then every element is multiplied by s = float(1 / sqrt(d)) (an exact power of two
 ///   when d is a power of four).
+/// ~~~
 #pragma once
 
 #include <cstddef>

@@ -10,6 +10,7 @@
 /// rounded to float before the tree sum (a GPU tensor core accumulates in its own order,
 /// which no CPU reproduces; these kernels define one deterministic order).
 ///
+/// ~~~
 ///  reference_query  double: s_t = (q.k_t) / sqrt(d) [+ beta_t]; p = exp(s - max) / sum; o = sum p_t v_t
 ///  storage_query    fp32 (or bf16) math on K/V that went through a quantizer:
 ///                   s_t = fl(q.k_t) * scale [+ beta_t]; e_t = exp(s_t - max); fp32: p = e / Z, o = sum p v;
@@ -31,6 +32,7 @@
 ///                   The two fma's are what nvcc's default contraction makes of FA3's
 ///                   `x * scale - max_scaled` and `max * scale - max_offset`. The row max uses
 ///                   fmaxf semantics (a NaN operand is ignored), as CUDA's max does.
+/// ~~~
 ///
 /// Per-key score biases (beta_t, e.g. the biases of a compacted cache, Zweiger et al.,
 /// "Fast KV Compaction via Attention Matching", arXiv 2602.16284) are an optional pointer
@@ -38,6 +40,7 @@
 /// biases computes exactly what it computed before biases existed (an add of +0.0 would
 /// also be exact for every finite score except that it turns a -0.0 score into +0.0;
 /// skipping it makes the guarantee trivial). Where the bias enters:
+/// ~~~
 ///   reference_query  in double, after the division by sqrt(d): s_t = dot / sqrt(d) + double(beta_t)
 ///   storage_query    in fp32, after the scale multiply (two roundings, no fma):
 ///                    s_t = fl(fl(q.k_t) * scale) + beta_t  (bf16 mode: beta_t as given)
@@ -48,6 +51,7 @@
 ///                    added to the unscaled scores in mask.h), so the online softmax, its
 ///                    max and rescale factors and the exp2 with log2(e) folded into
 ///                    scale_log2 are unchanged; fa3_fp8_attention does the conversion.
+/// ~~~
 ///
 /// Each kernel also writes the effective attention weights p_eff[t] (double): the weight
 /// with which v_t enters the output, so metrics compare the distribution the kernel really

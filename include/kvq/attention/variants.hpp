@@ -1,14 +1,16 @@
 /// \file
 /// kvq/attention/variants.hpp — host-side attention paths over one head's K/V:
 ///
+/// ~~~
 ///   reference_attention        double precision (the high-precision path)
 ///   storage_attention          K/V through a kv_codec (any storage scheme), then fp32 or
 ///                              bf16 math; optional Hadamard rotation of the head dimension
-///   fa3_fp8_attention\<F\>     FlashAttention-3's FP8 forward: Q/K/V in F (e4m3 by default),
+///   fa3_fp8_attention<F>       FlashAttention-3's FP8 forward: Q/K/V in F (e4m3 by default),
 ///                              P scaled by 2^max_offset and cast to F, block-wise online
 ///                              softmax, forward or reverse KV order; optional Hadamard
 ///                              (plain or random-sign), per-block K/V descales, per-query
 ///                              Q descale, ideal fp32 or tensor-core accumulation
+/// ~~~
 ///
 /// Every path takes optional per-key score biases beta (one float per token, natural
 /// units: s_t = q.k_t / sqrt(d) + beta_t, as a compacted cache defines them, kvq/compact/):

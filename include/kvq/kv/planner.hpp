@@ -4,6 +4,7 @@
 /// context or largest batch that fits a memory budget.
 ///
 /// Counting (the same bytes the kv stores hold, see store.hpp):
+/// ~~~
 ///   high precision     d * 2 (bf16/fp16) or d * 4 bytes per vector
 ///   block schemes      ceil(d*bits/8) code bytes + (d/B) scales (1 byte, or 4 for fp32
 ///                      scales) + (d/B) fp32 zero points, per vector of d values; plus one
@@ -13,6 +14,7 @@
 ///   KIVI keys          per channel and group of G tokens one scale + zero; the last
 ///                      n mod `residual` tokens at the compute dtype
 ///   (scale/zero/residual width: 2 bytes for the fp16 variants, 4 for fp32)
+/// ~~~
 /// A vector is one KV head's key or value for one token (MHA/GQA: 2 * kv_heads vectors
 /// per token per layer); for multi-head latent attention it is the cached latent plus the
 /// decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
