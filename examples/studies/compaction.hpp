@@ -187,7 +187,7 @@ inline study_def definition() {
       scheme_param("combo-schemes", "fp8_e4m3,nvfp4_te", "", "schemes for Attention Matching + quantization"),
       {"bias-dtype", param_kind::name_list, "fp32", "", "storage of the Attention Matching biases (fp32 or bf16)",
        {"fp32", "bf16"}, 0, 0, "bias dtype"},
-      {"contexts", param_kind::int_list, "4k,8k", "1k", "context lengths in tokens", {}, 64, 1 << 22,
+      {"contexts", param_kind::int_list, "4k", "1k", "context lengths in tokens", {}, 64, 1 << 22,
        "context length"},
       {"ref-queries", param_kind::integer, "512", "128", "reference queries for fitting (>= 32)", {}, 1, 1 << 16,
        "reference query count"},

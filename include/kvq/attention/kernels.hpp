@@ -101,6 +101,18 @@ struct query_status {
 
 namespace detail {
 
+/// out[t] = tree_dot<Acc>(q, K.row(t), K.cols) for every row: on the host several rows at
+/// a time (reduce::tree_dot_rows, the same tree per row, so the same bits), on the device
+/// one row per iteration (a thread's registers, not a batch's, are what is short there).
+template <class Acc, class Out>
+KVQ_HD inline void scores(const float* q, rows_view<float> K, Out* out) {
+#if defined(__CUDA_ARCH__)
+  for (std::size_t t = 0; t < K.rows; ++t) out[t] = reduce::tree_dot<Acc>(q, K.row(t), K.cols);
+#else
+  reduce::tree_dot_rows<Acc>(q, K.data, K.stride, K.rows, K.cols, out);
+#endif
+}
+
 template <class T>
 KVQ_HD inline bool finite(T x) {
   return math::detail::is_finite(x);
@@ -135,8 +147,9 @@ KVQ_HD inline bool reference_weights(const float* q, rows_view<float> K, double*
   bool nonfinite = false;
   const std::size_t n = K.rows, d = K.cols;
   const double rsd = math::sqrt(static_cast<double>(d));
+  detail::scores<double>(q, K, p);
   for (std::size_t t = 0; t < n; ++t) {
-    p[t] = reduce::tree_dot<double>(q, K.row(t), d) / rsd;
+    p[t] = p[t] / rsd;
     if (bias != nullptr) p[t] = p[t] + static_cast<double>(bias[t]);
     if (!detail::finite(p[t])) nonfinite = true;
   }
@@ -170,9 +183,10 @@ KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, r
 KVQ_HD inline bool storage_softmax(const float* q, rows_view<float> K, float scale, float* s, float& Z,
                                    const float* bias = nullptr) {
   bool nonfinite = false;
-  const std::size_t n = K.rows, d = K.cols;
+  const std::size_t n = K.rows;
+  detail::scores<float>(q, K, s);
   for (std::size_t t = 0; t < n; ++t) {
-    s[t] = reduce::tree_dot<float>(q, K.row(t), d) * scale;
+    s[t] = s[t] * scale;
     if (bias != nullptr) s[t] = s[t] + bias[t];
     if (!detail::finite(s[t])) nonfinite = true;
   }
@@ -367,9 +381,9 @@ KVQ_HD inline query_status fa3_query(const float* q, rows_view<float> K, rows_vi
     const std::size_t b = c.reverse ? nb - 1 - step : step;
     const std::size_t t0 = b * bn, t1 = (t0 + bn < n) ? t0 + bn : n, len = t1 - t0;
     float bmax = -inf;
+    if (!tc) detail::scores<float>(q, rows_view<float>{K.row(t0), len, d, K.stride}, s);
     for (std::size_t i = 0; i < len; ++i) {
-      float si = tc ? detail::tc_dot(c.mma, in, q, K.row(t0 + i), d, c.qk_promote_every)
-                    : reduce::tree_dot<float>(q, K.row(t0 + i), d);
+      float si = tc ? detail::tc_dot(c.mma, in, q, K.row(t0 + i), d, c.qk_promote_every) : s[i];
       if (c.k_block_descale != nullptr) si = si * c.k_block_descale[b];
       if (c.score_bias != nullptr) si = si + c.score_bias[t0 + i];
       s[i] = si;
