@@ -20,9 +20,14 @@
 // attention on K^/V^ (studies/lab.hpp); per-query metrics (kvq::metrics) averaged over
 // the queries; and the share of K elements flushed to zero: over all non-outlier
 // elements, and over those sharing a scale with an outlier channel.
+//
+// With --kv FILE (docs/kv-input.md) Q/K/V are one captured head instead of the N(0, 1)
+// draws; the context is its token count, and the same channel outliers are injected on
+// top (m = 0: the captured keys as they are).
 #pragma once
 
 #include <kvq/study.hpp>
+#include "kv_source.hpp"
 #include "lab.hpp"
 #include "schemes.hpp"
 
@@ -126,6 +131,7 @@ inline study_def definition() {
        "outlier channel count"},
   };
   d.outputs = {output_schema()};
+  d.kv.accepted = true;
   d.validate = [](const config& c) {
     check_head_dim(c.names("schemes"), c.integer("head-dim"));
     if (c.integer("outlier-channels") > c.integer("head-dim"))
@@ -152,7 +158,7 @@ inline study_def definition() {
     qc.head_dim = hd;
     qc.seed = cfg.seed;
     qc.threads = ctx.threads;
-    const kvq::inject::qkv base = kvq::inject::generate_qkv(qc);
+    const kvq::inject::qkv base = lab::study_qkv(ctx, qc);
     // The queries are zero on the outlier channels (as kvq::inject's massive-activation
     // injector neutralizes them): the outliers then change the quantization scales but
     // not a single exact logit, so the reference attention is the same for every m and
@@ -271,7 +277,7 @@ inline study_def definition() {
     r.setup["outlier_channels"] = (json(channels));
     r.setup["outlier_model"] = ("K[:, c] += +m/-m (alternating per channel) on every token, gain 1, no RoPE; queries zero on the "
                 "outlier channels, so exact logits do not depend on m");
-    r.setup["q_k_v"] = ("independent N(0,1) (kvq::inject::generate_qkv at the longest context; shorter contexts are its prefixes; the same base tensors for every magnitude)");
+    lab::record_qkv_source(ctx, r.setup, "independent N(0,1) (kvq::inject::generate_qkv at the longest context; shorter contexts are its prefixes; the same base tensors for every magnitude)", nq);
     r.setup["reference"] = ("double attention on the original float K/V");
     r.setup["emulated"] = ("fp32 attention on dequantized K/V (storage-only)");
     json sj = json::object();

@@ -1,8 +1,9 @@
-/// \file
+/// ile
 /// kvq/study.hpp — the study engine: grid parameters with checked overrides, the
 /// deterministic task runner, result tables, CSV/JSON output written as one unit,
-/// progress, and the command line every study takes. CMake target kvq::study (needs
-/// nlohmann-json and CLI11 besides the core library's Eigen).
+/// progress, the command line every study takes, and the readers of captured Q/K/V
+/// (.safetensors, .npz, .npy) behind its --kv option. CMake target kvq::study (needs
+/// nlohmann-json, CLI11 and zlib besides the core library's Eigen).
 #pragma once
 
 #include <kvq/study/error.hpp>
@@ -15,4 +16,8 @@
 #include <kvq/study/merge.hpp>
 #include <kvq/study/study.hpp>
 #include <kvq/study/output.hpp>
+#include <kvq/study/byte_source.hpp>
+#include <kvq/study/safetensors.hpp>
+#include <kvq/study/npz.hpp>
+#include <kvq/study/kv_file.hpp>
 #include <kvq/study/cli.hpp>

@@ -2,6 +2,7 @@
 // standalone study program take it (parsed with CLI11):
 //
 //   [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
+//   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]
 //
 // With --shard I/N the run computes only shard I of the study's main phase and writes
 // its partial result DIR/<study>.shard-I-of-N.json instead of the tables (shard.hpp,
@@ -23,6 +24,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/study/error.hpp>
+#include <kvq/study/kv_file.hpp>
 #include <kvq/study/merge.hpp>
 #include <kvq/study/output.hpp>
 #include <kvq/study/params.hpp>
@@ -59,10 +61,24 @@ inline const char* common_options_help() {
          "                 DIR...` turns shards 1..N into the files of a single run\n";
 }
 
+/// The --kv options, for the help of the studies that take them.
+inline const char* kv_options_help() {
+  return "  --kv FILE      run on Q/K/V captured from a model instead of synthetic ones: a\n"
+         "                 .safetensors or .npz with layers.{L}.q/k/v [heads, tokens, head_dim], or a\n"
+         "                 .npy [3, heads, tokens, head_dim] (docs/kv-input.md). The context grid\n"
+         "                 becomes the captured token count, head_dim the captured one, and the\n"
+         "                 first min(queries, tokens) captured queries are used\n"
+         "  --kv-layer L   layer to read (default 0)\n"
+         "  --kv-head H    query head to read (default 0); its K/V head under GQA\n"
+         "  --kv-rope R    post (default) or pre: the q_pre_rope/k_pre_rope tensors\n";
+}
+
 /// `kvq study <name> --help`: grid options with defaults and allowed values, and every
 /// output column.
 inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
-  std::string s = "usage: " + program + " " + d.name + " [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [grid options]\n\n" +
+  std::string s = "usage: " + program + " " + d.name + " [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N]" +
+                  (d.kv.accepted ? " [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]" : "") +
+                  " [grid options]\n\n" +
                   d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
   for (const auto& p : d.params) {
     s += "  --" + p.name + " (" + param_kind_text(p.kind) + ")  " + p.help + "\n";
@@ -83,6 +99,7 @@ inline std::string study_help(const study_def& d, const std::string& program = "
   s += "  " + d.name + ".json — grid, setup, seed, library version, timing, findings\n";
   s += "\ncommon options:\n";
   s += common_options_help();
+  if (d.kv.accepted) s += kv_options_help();
   return s;
 }
 
@@ -96,7 +113,16 @@ struct run_request {
   bool sharded = false;  ///< --shard given
   shard_spec shard;
   std::vector<std::pair<std::string, std::string>> overrides;  ///< grid options, in order
+  bool kv_given = false;  ///< --kv FILE
+  kv_request kv;          ///< its layer, head and RoPE choice
 };
+
+/// --kv-layer / --kv-head: a non-negative decimal integer below 2^31.
+inline std::size_t parse_kv_index(const std::string& opt, const std::string& v) {
+  if (v.empty() || v.size() > 10 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) > 2147483647LL)
+    throw usage_error(opt + ": '" + v + "' is not a valid index (allowed: 0, 1, 2, ...)");
+  return static_cast<std::size_t>(std::stoll(v));
+}
 
 inline unsigned parse_threads(const std::string& v) {
   long long t = 0;
@@ -126,7 +152,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   app.set_help_flag();  // help is ours (study_help), CLI11's would list no grid meaning
   app.allow_extras();
   bool help = false, quick = false;
-  std::string out, threads, seed, shard;
+  std::string out, threads, seed, shard, kv_file, kv_layer_text, kv_head_text, kv_rope_text;
   app.add_flag("-h,--help", help);
   app.add_flag("--quick", quick);
   CLI::Option* o_out = app.add_option("--out", out);
@@ -141,7 +167,12 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
     o->expected(1);
     grid_opts.emplace_back(p.name, o);
   }
-  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard}) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  CLI::Option* o_kv = app.add_option("--kv", kv_file);
+  CLI::Option* o_kv_layer = app.add_option("--kv-layer", kv_layer_text);
+  CLI::Option* o_kv_head = app.add_option("--kv-head", kv_head_text);
+  CLI::Option* o_kv_rope = app.add_option("--kv-rope", kv_rope_text);
+  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard, o_kv, o_kv_layer, o_kv_head, o_kv_rope})
+    o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
   } catch (const CLI::ParseError& e) {
@@ -173,6 +204,27 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   }
   for (const auto& g : grid_opts)
     if (g.second->count()) req.overrides.emplace_back(g.first, grid[g.first].back());
+  if (o_kv->count()) {
+    if (!def.kv.accepted)
+      throw usage_error("study " + def.name + " does not take --kv (it builds its own Q/K/V; see docs/kv-input.md)");
+    if (kv_file.empty()) throw usage_error("--kv: empty file name");
+    if (req.sharded) throw usage_error("--kv cannot be combined with --shard (run the captured head in one process)");
+    req.kv_given = true;
+    req.kv.path = kv_file;
+    if (o_kv_layer->count()) req.kv.layer = parse_kv_index("--kv-layer", kv_layer_text);
+    if (o_kv_head->count()) req.kv.head = parse_kv_index("--kv-head", kv_head_text);
+    if (o_kv_rope->count()) {
+      if (kv_rope_text == "post") req.kv.rope = kv_rope::post;
+      else if (kv_rope_text == "pre") req.kv.rope = kv_rope::pre;
+      else throw usage_error("--kv-rope: unknown value '" + kv_rope_text + "' (allowed: post, pre)");
+    }
+    for (const auto& o : req.overrides)
+      if (o.first == def.kv.contexts || o.first == def.kv.head_dim)
+        throw usage_error("--" + o.first + " cannot be combined with --kv (the captured tensors set it)");
+  } else {
+    for (CLI::Option* o : {o_kv_layer, o_kv_head, o_kv_rope})
+      if (o->count()) throw usage_error(o->get_name() + " needs --kv FILE");
+  }
   return req;
 }
 
@@ -208,7 +260,33 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
     std::fputs(study_help(def, program).c_str(), stdout);
     return 0;
   }
-  const config cfg = resolve(def, req.quick, req.seed, req.overrides);
+  // --kv: read the captured head first (every file problem is bad input, before any
+  // output exists), then let its shapes set the context, head_dim and query count.
+  kv_head kv;
+  std::vector<std::pair<std::string, std::string>> overrides = req.overrides;
+  if (req.kv_given) {
+    try {
+      kv = load_kv_head(req.kv);
+    } catch (const std::exception& e) {
+      throw usage_error(std::string("--kv: ") + e.what());
+    }
+    overrides.emplace_back(def.kv.contexts, std::to_string(kv.tokens));
+    overrides.emplace_back(def.kv.head_dim, std::to_string(kv.head_dim));
+  }
+  auto resolve_grid = [&] {
+    if (!req.kv_given) return resolve(def, req.quick, req.seed, overrides);
+    try {
+      return resolve(def, req.quick, req.seed, overrides);
+    } catch (const usage_error& e) {
+      throw usage_error("--kv " + req.kv.path + " (" + std::to_string(kv.tokens) + " tokens, head_dim " +
+                        std::to_string(kv.head_dim) + "): " + e.what());
+    }
+  };
+  config cfg = resolve_grid();
+  if (req.kv_given && cfg.integer(def.kv.queries) > static_cast<long long>(kv.tokens)) {
+    overrides.emplace_back(def.kv.queries, std::to_string(kv.tokens));
+    cfg = resolve_grid();
+  }
   if (!req.out.empty()) check_out_dir(req.out);
 
   std::printf("kvq %s — study %s (seed %llu, %s grid, %u thread%s)\n", KVQ_VERSION_STRING, def.name.c_str(),
@@ -220,7 +298,7 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
   progress prog(def.name, progress::stderr_is_terminal());
   shard_state shard;
   shard.spec = req.shard;
-  context ctx{cfg, req.threads, &prog, req.sharded ? &shard : nullptr};
+  context ctx{cfg, req.threads, &prog, req.sharded ? &shard : nullptr, req.kv_given ? &kv : nullptr};
   run_info info;
   info.command = command_line;
   info.seed = req.seed;
