@@ -11,9 +11,13 @@
 // query) by H_d/sqrt(d) before the scheme and rotates the output back; exact attention is
 // unchanged by the rotation, so every difference is quantization. The flushed-to-zero
 // share is measured in the stored (rotated) basis.
+//
+// With --kv FILE (docs/kv-input.md) Q/K/V are one captured head instead of the N(0, 1)
+// draws (head_dim must still be a power of two); the outliers are injected on top.
 #pragma once
 
 #include <kvq/study.hpp>
+#include "kv_source.hpp"
 #include "lab.hpp"
 #include "outliers.hpp"
 #include "schemes.hpp"
@@ -83,6 +87,7 @@ inline study_def definition() {
        "outlier channel count"},
   };
   d.outputs = {output_schema()};
+  d.kv.accepted = true;
   d.validate = [](const config& c) {
     const long long hd = c.integer("head-dim");
     if (!kvq::attention::is_pow2(static_cast<std::size_t>(hd)))
@@ -109,7 +114,7 @@ inline study_def definition() {
     qc.head_dim = hd;
     qc.seed = cfg.seed;
     qc.threads = ctx.threads;
-    const kvq::inject::qkv base = kvq::inject::generate_qkv(qc);
+    const kvq::inject::qkv base = lab::study_qkv(ctx, qc);
     kvq::inject::channel_outlier_config oc0;
     oc0.random_count = static_cast<std::size_t>(cfg.integer("outlier-channels"));
     oc0.seed = cfg.seed;
@@ -187,6 +192,10 @@ inline study_def definition() {
     r.setup["queries_per_cell"] = (static_cast<long long>(nq));
     r.setup["outlier_channels"] = (json(channels));
     r.setup["data"] = ("as the outliers study: N(0,1) Q/K/V, offsets +-m on the outlier channels, queries zero there");
+    if (ctx.kv) {  // the captured head replaces the N(0,1) draws
+      r.setup["data"] = "as the outliers study on captured Q/K/V: offsets +-m on the outlier channels, queries zero there";
+      lab::record_qkv_source(ctx, r.setup, "", nq);
+    }
     r.setup["rotation"] = ("kvq::attention::hadamard_rotate (normalised Walsh-Hadamard) on K, V and q rows before the "
                             "scheme; output rotated back");
     r.setup["reference"] = ("double attention on the original K/V");
