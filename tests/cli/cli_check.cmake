@@ -2,7 +2,8 @@
 #   cmake -DKVQ=<exe> -DARGS=<;-list> [-DRC=<expected exit status>]
 #         [-DSTDOUT_REGEX=<regex>] [-DSTDERR_REGEX=<regex>] [-DSTDERR_LINES=<n>]
 #         [-DSTDOUT_EMPTY=1] [-DOUT_DIR=<dir that must stay empty or absent>]
-#         [-DOUT_FILES=<;-list of files that must exist>] -P cli_check.cmake
+#         [-DOUT_FILES=<;-list of files that must exist>] [-DOUT_ABSENT=<dir that must not be created>]
+#         -P cli_check.cmake
 # ARGS uses '|' instead of ';' (ctest passes -D values through the shell-free command
 # line, where ';' would split them).
 cmake_minimum_required(VERSION 3.20)
@@ -10,6 +11,9 @@ cmake_minimum_required(VERSION 3.20)
 string(REPLACE "|" ";" args "${ARGS}")
 if(DEFINED OUT_DIR)
   file(REMOVE_RECURSE "${OUT_DIR}")
+endif()
+if(DEFINED OUT_ABSENT)
+  file(REMOVE_RECURSE "${OUT_ABSENT}")
 endif()
 execute_process(COMMAND ${KVQ} ${args}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -44,6 +48,9 @@ if(DEFINED OUT_DIR AND EXISTS "${OUT_DIR}")
   if(left)
     message(FATAL_ERROR "${where}: bad input still wrote into ${OUT_DIR}: ${left}")
   endif()
+endif()
+if(DEFINED OUT_ABSENT AND EXISTS "${OUT_ABSENT}")
+  message(FATAL_ERROR "${where}: bad input created ${OUT_ABSENT}")
 endif()
 foreach(f IN LISTS OUT_FILES)
   if(NOT EXISTS "${f}")
