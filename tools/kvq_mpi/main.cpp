@@ -71,6 +71,8 @@ int run(int argc, char** argv, int rank, int size) {
     return 0;
   }
   if (req.sharded) throw usage_error("--shard: kvq-mpi shards by rank (rank r computes shard r+1 of N); drop --shard");
+  if (req.kv_given)
+    throw usage_error("--kv: kvq-mpi does not run on captured Q/K/V (run `kvq study " + def->name + " --kv FILE` in one process)");
   const config cfg = resolve(*def, req.quick, req.seed, req.overrides);
   // --out is checked on rank 0, which writes; every rank learns the outcome, so that no
   // rank computes (or waits in the gather) for a run that cannot be written.
