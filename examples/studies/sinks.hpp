@@ -17,9 +17,12 @@
 // keep_sinks = 1 (IntactKV): the sink tokens' K/V stay in bf16; for storage paths the
 //   scheme quantizes only tokens s..n-1 (its scales never see the sinks); for FA3 the sink
 //   rows enter the kernel unquantized while P is still cast to FP8.
+// With --kv FILE (docs/kv-input.md) the captured head replaces the Gaussian Q/K/V and no
+// synthetic RoPE is applied; the massive activations and sinks are injected on top.
 #pragma once
 
 #include <kvq/study.hpp>
+#include "kv_source.hpp"
 #include "lab.hpp"
 #include "schemes.hpp"
 
@@ -115,6 +118,7 @@ inline study_def definition() {
       {"queries", param_kind::integer, "8", "4", "queries per cell", {}, 1, 1 << 20, "query count"},
   };
   d.outputs = {output_schema()};
+  d.kv.accepted = true;
   d.validate = [](const config& c) {
     std::vector<std::string> storage;
     for (const auto& p : c.names("paths"))
@@ -176,7 +180,15 @@ inline study_def definition() {
         sk.delta = delta;
         sk.seed = cfg.seed;
         sc.sinks = sk;
-        kvq::inject::scenario built = kvq::inject::build_scenario(sc);
+        // --kv: the captured head (already post-RoPE, or the pre-RoPE tensors as chosen)
+        // takes the place of the generated Q/K/V; no synthetic RoPE is applied to it.
+        kvq::inject::scenario built;
+        if (ctx.kv) {
+          sc.rope = std::nullopt;
+          built = kvq::inject::build_scenario_on(lab::study_qkv(ctx, sc.shape), sc);
+        } else {
+          built = kvq::inject::build_scenario(sc);
+        }
         scenario_cell& c = cells[i];
         c.K = std::move(built.data.k[0]);
         c.V = std::move(built.data.v[0]);
@@ -320,6 +332,11 @@ inline study_def definition() {
     r.setup["queries_per_cell"] = (static_cast<long long>(nq));
     r.setup["scenario"] = ("kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations on the sink keys "
                 "(2 channels, factor x median|K|, queries neutralized there), sinks with logit gap Delta");
+    if (ctx.kv) {  // the captured head replaces the N(0,1) Q/K/V and the RoPE
+      r.setup["scenario"] = "kvq::inject::build_scenario_on the captured Q/K/V (no synthetic RoPE): massive activations on "
+                            "the sink keys (2 channels, factor x median|K|, queries neutralized there), sinks with logit gap Delta";
+      lab::record_qkv_source(ctx, r.setup, "", nq);
+    }
     r.setup["massive_factor"] = (massive);
     r.setup["reference"] = ("double attention on the original K/V");
     r.setup["storage_paths"] = ("K/V through the scheme, fp32 math (kvq::attention::storage_attention)");

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kvq/inject/generate.hpp>
@@ -96,12 +97,14 @@ struct scenario {
   }
 };
 
-/// Builds the scenario in the order of the file description.
+/// Steps 2-7 on Q/K/V given by the caller (e.g. captured from a model) instead of
+/// generated ones; cfg.shape is then used only for its thread count. Pass cfg.rope =
+/// std::nullopt for data that already carries RoPE.
 /// \throws std::invalid_argument if a needle names a query head that does not exist, or
-///         from any of the steps (generate_qkv(), apply_rope(), the injectors).
-inline scenario build_scenario(const scenario_config& cfg) {
+///         from any of the steps (apply_rope(), the injectors).
+inline scenario build_scenario_on(qkv data, const scenario_config& cfg) {
   scenario sc;
-  sc.data = generate_qkv(cfg.shape);
+  sc.data = std::move(data);
   qkv& x = sc.data;
   const std::size_t d = x.head_dim();
   const unsigned threads = cfg.shape.threads;
@@ -160,6 +163,10 @@ inline scenario build_scenario(const scenario_config& cfg) {
   }
   return sc;
 }
+
+/// Steps 1-7: generated Q/K/V (cfg.shape) with the configured structures.
+/// \throws std::invalid_argument as build_scenario_on(), or from generate_qkv().
+inline scenario build_scenario(const scenario_config& cfg) { return build_scenario_on(generate_qkv(cfg.shape), cfg); }
 
 }  // namespace inject
 }  // namespace kvq
