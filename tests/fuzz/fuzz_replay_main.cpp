@@ -1,11 +1,11 @@
 // Replay driver of the fuzz targets fuzz_safetensors, fuzz_npz and fuzz_npy_file in
 // every build (no libFuzzer needed): runs the target's entry point over each seed file
 // and the target's built-in hostile seeds, and over deterministic mutations of each:
-// every truncation (at most 4096 of them, evenly spaced), single-byte changes in the
-// first and the last 160 bytes (where headers and ZIP directories live), and
-// counter-based random multi-byte mutations.
-// Usage: fuzz_<target>_replay [--edge N] [--random N] FILE...   (defaults 160 and 1000;
-// smaller for a target whose every input costs a file write)
+// every truncation within the first 1024 bytes and 256 evenly spaced ones beyond,
+// single-byte changes in the first and the last 160 bytes (where headers and ZIP
+// directories live), and counter-based random multi-byte mutations.
+// Usage: fuzz_<target>_replay [--edge N] [--tail 0|1] [--random N] FILE...
+// (defaults 160, 1, 1000; lighter settings for targets whose inputs cost more)
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +27,7 @@ std::uint64_t mix(std::uint64_t z) {
 std::size_t inputs = 0;
 std::size_t edge_bytes = 160;
 std::uint64_t random_mutations = 1000;
+bool mutate_tail = true;
 void run(const std::vector<std::uint8_t>& v) {
   LLVMFuzzerTestOneInput(v.data(), v.size());
   ++inputs;
@@ -46,13 +47,15 @@ void mutate_byte(const std::vector<std::uint8_t>& seed, std::size_t i) {
 }
 void replay(const std::vector<std::uint8_t>& seed, std::uint64_t salt) {
   run(seed);
-  const std::size_t step = seed.size() / 4096 + 1;
-  for (std::size_t n = 0; n < seed.size(); n += step)
+  const std::size_t dense = seed.size() < 1024 ? seed.size() : 1024;
+  const std::size_t step = (seed.size() - dense) / 256 + 1;
+  for (std::size_t n = 0; n < seed.size(); n += n < dense ? 1 : step)
     run(std::vector<std::uint8_t>(seed.begin(), seed.begin() + static_cast<std::ptrdiff_t>(n)));
   const std::size_t edge = seed.size() < edge_bytes ? seed.size() : edge_bytes;
   for (std::size_t i = 0; i < edge; ++i) mutate_byte(seed, i);
-  for (std::size_t i = seed.size() - edge; i < seed.size(); ++i)
-    if (i >= edge) mutate_byte(seed, i);
+  if (mutate_tail)
+    for (std::size_t i = seed.size() - edge; i < seed.size(); ++i)
+      if (i >= edge) mutate_byte(seed, i);
   for (std::uint64_t r = 0; r < random_mutations && !seed.empty(); ++r) {
     auto m = seed;
     const std::uint64_t k = 1 + mix(r * 3 + salt) % 6;
@@ -71,9 +74,10 @@ int main(int argc, char** argv) {
   int files = 0;
   for (int f = 1; f < argc; ++f) {
     const std::string a = argv[f];
-    if ((a == "--edge" || a == "--random") && f + 1 < argc) {
+    if ((a == "--edge" || a == "--random" || a == "--tail") && f + 1 < argc) {
       const unsigned long long v = std::strtoull(argv[++f], nullptr, 10);
       if (a == "--edge") edge_bytes = static_cast<std::size_t>(v);
+      else if (a == "--tail") mutate_tail = v != 0;
       else random_mutations = v;
       continue;
     }
