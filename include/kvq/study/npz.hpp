@@ -228,7 +228,7 @@ inline std::vector<std::uint8_t> read_member(const byte_source& src, const membe
   return out;
 }
 
-/// A member parsed as .npy (name given without ".npy"); null-equivalent: throws if absent.
+/// The member holding array_name (its ZIP name without ".npy"), or null if there is none.
 inline const member* find(const std::vector<member>& dir, const std::string& array_name) {
   for (const auto& m : dir)
     if (m.array_name() == array_name) return &m;

@@ -176,7 +176,8 @@ inline header read_header(const byte_source& src) {
 inline bool is_float_dtype(const std::string& d) { return d == "F32" || d == "F16" || d == "BF16"; }
 
 /// Elements [first, first + n) of a F32/F16/BF16 tensor as float (F16 and BF16 widen
-/// exactly). Throws for other dtypes and for a range outside the tensor.
+/// exactly). Throws for other dtypes and for a range outside the tensor. safetensors
+/// data are little-endian; like npy.hpp, kvq assumes a little-endian host.
 inline std::vector<float> read_floats(const byte_source& src, const header& h, const tensor_info& t, std::size_t first,
                                       std::size_t n) {
   using detail::fail;
