@@ -1,14 +1,15 @@
-// kvq/study/kv_file.hpp — Q/K/V of one attention head captured from a real model, read
-// from a file (docs/kv-input.md), for the studies' --kv option:
-//   .safetensors / .npz: tensors layers.{L}.q, layers.{L}.k, layers.{L}.v, each
-//     [heads, tokens, head_dim], float32 (safetensors also F16/BF16, npz also <f2),
-//     optionally layers.{L}.q_pre_rope and layers.{L}.k_pre_rope of the same shapes;
-//   .npy: one layer, a float32 array [3, heads, tokens, head_dim] (q, k, v).
-// The query tensor may have a multiple g of the key/value heads (grouped-query
-// attention): head H is a query head, its K/V are those of head H / g.
-// Every problem (missing file, unknown extension, missing tensor, disagreeing shapes,
-// layer/head out of range, unsupported dtype, corrupt file) raises std::invalid_argument
-// with one line naming it; nothing is allocated beyond the one head that is read.
+/// \file
+/// kvq/study/kv_file.hpp — Q/K/V of one attention head captured from a real model, read
+/// from a file (docs/kv-input.md), for the studies' --kv option:
+///   .safetensors / .npz: tensors layers.{L}.q, layers.{L}.k, layers.{L}.v, each
+///     [heads, tokens, head_dim], float32 (safetensors also F16/BF16, npz also <f2),
+///     optionally layers.{L}.q_pre_rope and layers.{L}.k_pre_rope of the same shapes;
+///   .npy: one layer, a float32 array [3, heads, tokens, head_dim] (q, k, v).
+/// The query tensor may have a multiple g of the key/value heads (grouped-query
+/// attention): head H is a query head, its K/V are those of head H / g.
+/// Every problem (missing file, unknown extension, missing tensor, disagreeing shapes,
+/// layer/head out of range, unsupported dtype, corrupt file) raises std::invalid_argument
+/// with one line naming it; nothing is allocated beyond the one head that is read.
 #pragma once
 
 #include <cstddef>
@@ -29,24 +30,34 @@
 
 namespace kvq::study {
 
-enum class kv_rope { post, pre };
-
-struct kv_request {
-  std::string path;
-  std::size_t layer = 0;
-  std::size_t head = 0;
-  kv_rope rope = kv_rope::post;
+/// Which Q/K tensors to read: after RoPE (layers.{L}.q/k) or before (…_pre_rope).
+enum class kv_rope {
+  post,  ///< layers.{L}.q, layers.{L}.k
+  pre    ///< layers.{L}.q_pre_rope, layers.{L}.k_pre_rope
 };
 
-/// One head of one layer: Q (tokens x d) and K, V (tokens x d), as float.
+/// What to read: --kv FILE, --kv-layer, --kv-head, --kv-rope.
+struct kv_request {
+  std::string path;              ///< The file (.safetensors, .npz or .npy).
+  std::size_t layer = 0;         ///< Layer L.
+  std::size_t head = 0;          ///< Query head H.
+  kv_rope rope = kv_rope::post;  ///< RoPE variant of Q and K.
+};
+
+/// One head of one layer: Q, K and V (tokens x head_dim each), as float.
 struct kv_head {
-  kvq::matrix_f q, k, v;
-  std::string format;     // "safetensors", "npz", "npy"
-  std::size_t q_heads = 0, kv_heads = 0, tokens = 0, head_dim = 0;
-  std::size_t kv_head_index = 0;  // head / (q_heads / kv_heads)
-  std::string dtype;      // of the K tensor as stored
-  std::map<std::string, std::string> metadata;  // safetensors __metadata__
-  kv_request request;
+  kvq::matrix_f q;                              ///< Query rows of head H.
+  kvq::matrix_f k;                              ///< Keys of its K/V head.
+  kvq::matrix_f v;                              ///< Values of its K/V head.
+  std::string format;                           ///< "safetensors", "npz" or "npy".
+  std::size_t q_heads = 0;                      ///< Query heads in the file.
+  std::size_t kv_heads = 0;                     ///< Key/value heads in the file.
+  std::size_t tokens = 0;                       ///< Captured tokens.
+  std::size_t head_dim = 0;                     ///< Head dimension.
+  std::size_t kv_head_index = 0;                ///< head / (q_heads / kv_heads).
+  std::string dtype;                            ///< Stored dtype of the K tensor.
+  std::map<std::string, std::string> metadata;  ///< The safetensors __metadata__.
+  kv_request request;                           ///< What was asked for.
 
   /// What a study's JSON setup records about the input.
   json describe() const {

@@ -1,20 +1,21 @@
-// kvq/study/npz.hpp — reader of NumPy .npz files: a ZIP archive of .npy members
-// (numpy.savez: stored; numpy.savez_compressed: deflated). The ZIP structure is read
-// here, per PKWARE's APPNOTE.TXT (sections 4.3.6 local header, 4.3.12 central directory,
-// 4.3.14-4.3.16 ZIP64 and end of central directory, 4.5.3 ZIP64 extra field):
-//   - the end-of-central-directory record is searched in the last 65557 bytes, and
-//     must end exactly at the end of the file (its comment length included);
-//   - ZIP64 (used by NumPy's writer for members over 4 GiB and by any archive with
-//     more than 65535 members) through the ZIP64 locator and record, and the ZIP64
-//     extra field of a central-directory entry;
-//   - single-disk archives only; no encryption; methods 0 (stored) and 8 (deflate,
-//     inflated with zlib, raw stream); every offset and size is bounds-checked against
-//     the file size, every sum overflow-checked; the inflated size must be exactly the
-//     size the directory states, and its CRC-32 must match;
-//   - member names "NAME.npy" give the array NAME; each member is parsed by the strict
-//     .npy reader (kvq/verify/npy.hpp).
-// Problems raise std::invalid_argument("npz: ..."). Lives in the study layer because
-// it needs zlib (linked by kvq::study).
+/// \file
+/// kvq/study/npz.hpp — reader of NumPy .npz files: a ZIP archive of .npy members
+/// (numpy.savez: stored; numpy.savez_compressed: deflated). The ZIP structure is read
+/// here, per PKWARE's APPNOTE.TXT (sections 4.3.6 local header, 4.3.12 central directory,
+/// 4.3.14-4.3.16 ZIP64 and end of central directory, 4.5.3 ZIP64 extra field):
+///   - the end-of-central-directory record is searched in the last 65557 bytes, and
+///     must end exactly at the end of the file (its comment length included);
+///   - ZIP64 (used by NumPy's writer for members over 4 GiB and by any archive with
+///     more than 65535 members) through the ZIP64 locator and record, and the ZIP64
+///     extra field of a central-directory entry;
+///   - single-disk archives only; no encryption; methods 0 (stored) and 8 (deflate,
+///     inflated with zlib, raw stream); every offset and size is bounds-checked against
+///     the file size, every sum overflow-checked; the inflated size must be exactly the
+///     size the directory states, and its CRC-32 must match;
+///   - member names "NAME.npy" give the array NAME; each member is parsed by the strict
+///     .npy reader (kvq/verify/npy.hpp).
+/// Problems raise std::invalid_argument("npz: ..."). Lives in the study layer because
+/// it needs zlib (linked by kvq::study).
 #pragma once
 
 #include <cstddef>
@@ -30,14 +31,18 @@
 
 namespace kvq::study::npz {
 
+/// Largest accepted number of archive members.
 inline constexpr std::size_t max_members = 1u << 20;
 
+/// One central-directory entry.
 struct member {
-  std::string name;  // the ZIP entry name, e.g. "layers.0.k.npy"
-  std::uint16_t method = 0;
-  std::uint32_t crc = 0;
-  std::size_t compressed = 0, uncompressed = 0;
-  std::size_t local_offset = 0;
+  std::string name;              ///< The ZIP entry name, e.g. "layers.0.k.npy".
+  std::uint16_t method = 0;      ///< 0 stored, 8 deflated.
+  std::uint32_t crc = 0;         ///< CRC-32 of the uncompressed bytes.
+  std::size_t compressed = 0;    ///< Bytes in the archive.
+  std::size_t uncompressed = 0;  ///< Bytes once inflated.
+  std::size_t local_offset = 0;  ///< Offset of the member's local header.
+  /// The array name: the entry name without ".npy".
   std::string array_name() const {
     return name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0 ? name.substr(0, name.size() - 4) : name;
   }
@@ -235,6 +240,7 @@ inline const member* find(const std::vector<member>& dir, const std::string& arr
   return nullptr;
 }
 
+/// A member parsed by the strict .npy reader (kvq/verify/npy.hpp).
 inline kvq::verify::npy::array read_array(const byte_source& src, const member& m) {
   const std::vector<std::uint8_t> bytes = read_member(src, m);
   try {

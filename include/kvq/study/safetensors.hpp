@@ -1,19 +1,20 @@
-// kvq/study/safetensors.hpp — reader of .safetensors files (Hugging Face's tensor
-// container): an 8-byte little-endian header length N, N bytes of JSON header, then the
-// data. The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin,
-// end]} (offsets relative to the first data byte) and may hold "__metadata__", a map of
-// strings to strings. Format: the safetensors repository's README ("Format") and its
-// validation in safetensors/src/tensor.rs, whose rules this reader applies:
-//   - N at most max_header_bytes (100 MB, as safetensors' own limit) and within the file;
-//   - the header a JSON object (parsed by nlohmann-json, which also rejects invalid UTF-8),
-//     starting with '{' (trailing spaces allowed);
-//   - every dtype one of the names below, every shape a list of non-negative integers,
-//     element and byte counts without overflow, end - begin = count * itemsize;
-//   - the tensors, sorted by offset, tile the data exactly: the first begins at 0, each
-//     begins where the previous one ends, the last ends at the end of the file.
-// Problems raise std::invalid_argument("safetensors: ..."), naming the tensor.
-// Lives in the study layer (not verify/) because it needs nlohmann-json, which only the
-// kvq::study target links.
+/// \file
+/// kvq/study/safetensors.hpp — reader of .safetensors files (Hugging Face's tensor
+/// container): an 8-byte little-endian header length N, N bytes of JSON header, then the
+/// data. The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin,
+/// end]} (offsets relative to the first data byte) and may hold "__metadata__", a map of
+/// strings to strings. Format: the safetensors repository's README ("Format") and its
+/// validation in safetensors/src/tensor.rs, whose rules this reader applies:
+///   - N at most max_header_bytes (100 MB, as safetensors' own limit) and within the file;
+///   - the header a JSON object (parsed by nlohmann-json, which also rejects invalid UTF-8),
+///     starting with '{' (trailing spaces allowed);
+///   - every dtype one of the names below, every shape a list of non-negative integers,
+///     element and byte counts without overflow, end - begin = count * itemsize;
+///   - the tensors, sorted by offset, tile the data exactly: the first begins at 0, each
+///     begins where the previous one ends, the last ends at the end of the file.
+/// Problems raise std::invalid_argument("safetensors: ..."), naming the tensor.
+/// Lives in the study layer (not verify/) because it needs nlohmann-json, which only the
+/// kvq::study target links.
 #pragma once
 
 #include <algorithm>
@@ -31,15 +32,20 @@
 
 namespace kvq::study::safetensors {
 
+/// Largest accepted JSON header (safetensors' own limit).
 inline constexpr std::size_t max_header_bytes = 100000000;
+/// Largest accepted number of dimensions of a tensor.
 inline constexpr std::size_t max_dims = 64;
 
+/// One tensor's header entry.
 struct tensor_info {
-  std::string name;
-  std::string dtype;  // "F32", "BF16", ...
-  std::size_t itemsize = 0;
-  std::vector<std::size_t> shape;
-  std::size_t begin = 0, end = 0;  // byte offsets relative to the data start
+  std::string name;                ///< Tensor name, e.g. "layers.0.k".
+  std::string dtype;               ///< safetensors dtype name: "F32", "BF16", ...
+  std::size_t itemsize = 0;        ///< Bytes per element of dtype.
+  std::vector<std::size_t> shape;  ///< Dimensions.
+  std::size_t begin = 0;           ///< First byte, relative to the data start.
+  std::size_t end = 0;             ///< One past the last byte, relative to the data start.
+  /// Element count (checked not to overflow when parsed).
   std::size_t count() const {
     std::size_t n = 1;
     for (std::size_t d : shape) n *= d;  // checked when parsed
@@ -47,11 +53,13 @@ struct tensor_info {
   }
 };
 
+/// A parsed header.
 struct header {
-  std::vector<tensor_info> tensors;             // in file order (sorted by offset)
-  std::map<std::string, std::string> metadata;  // "__metadata__", if any
-  std::size_t data_offset = 0;                  // 8 + N
+  std::vector<tensor_info> tensors;             ///< In file order (sorted by offset).
+  std::map<std::string, std::string> metadata;  ///< "__metadata__", if any.
+  std::size_t data_offset = 0;                  ///< 8 + N: the first data byte in the file.
 
+  /// The tensor of that name, or null.
   const tensor_info* find(const std::string& name) const {
     for (const auto& t : tensors)
       if (t.name == name) return &t;

@@ -18,15 +18,15 @@ namespace kvq::study {
 struct shard_state;  // kvq/study/shard.hpp
 struct kv_head;      // kvq/study/kv_file.hpp
 
-// Whether a study takes captured Q/K/V (--kv FILE, docs/kv-input.md), and the grid
-// parameters that the captured shapes replace: the context list becomes the captured
-// token count, the head dimension the captured one, and the query count is capped at
-// the token count.
+/// Whether a study takes captured Q/K/V (--kv FILE, docs/kv-input.md), and the grid
+/// parameters that the captured shapes replace: the context list becomes the captured
+/// token count, the head dimension the captured one, and the query count is capped at
+/// the token count.
 struct kv_input_params {
-  bool accepted = false;
-  std::string contexts = "contexts";
-  std::string head_dim = "head-dim";
-  std::string queries = "queries";
+  bool accepted = false;              ///< The study takes --kv.
+  std::string contexts = "contexts";  ///< Its context-length parameter.
+  std::string head_dim = "head-dim";  ///< Its head-dimension parameter.
+  std::string queries = "queries";    ///< Its query-count parameter.
 };
 
 /// What a study gets to run: the resolved grid, the execution resources, and, in a
@@ -40,7 +40,7 @@ struct context {
   progress* prog;
   /// The shard's record in a `--shard I/N` run or a merge; null in a plain run.
   shard_state* shard = nullptr;
-  const kv_head* kv = nullptr;  // --kv: the captured head (null: synthetic Q/K/V)
+  const kv_head* kv = nullptr;  ///< --kv: the captured head (null: synthetic Q/K/V)
 };
 
 /// A study: name, one-line summary, longer description, declared parameters, an
@@ -60,7 +60,7 @@ struct study_def {
   std::function<void(const config&)> validate;
   /// The run.
   std::function<result(const context&)> run;
-  kv_input_params kv;  // --kv support (off unless the study sets kv.accepted)
+  kv_input_params kv;  ///< --kv support (off unless the study sets kv.accepted)
 };
 
 /// Resolve defaults (+ --quick) and overrides into a config; throws usage_error.
