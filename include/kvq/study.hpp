@@ -1,4 +1,4 @@
-/// ile
+/// \file
 /// kvq/study.hpp — the study engine: grid parameters with checked overrides, the
 /// deterministic task runner, result tables, CSV/JSON output written as one unit,
 /// progress, the command line every study takes, and the readers of captured Q/K/V
