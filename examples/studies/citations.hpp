@@ -97,9 +97,9 @@ inline table verdict_schema() {
   t.title = "Verdict against the article's threshold: gap < 0.2 pp beyond 32k tokens";
   t.columns = {{"scheme", "KV-cache scheme"},
                {"contexts_beyond_32k", "number of contexts > 32768 tokens in the grid"},
-               {"max_false_rate", "largest false_rate over those contexts"},
-               {"max_ci_high", "largest Wilson upper bound over those contexts"},
-               {"max_false_rate_top1", "largest top-1 false rate over those contexts"},
+               {"max_false_rate", "largest false_rate over those contexts (nan: none in the grid)"},
+               {"max_ci_high", "largest Wilson upper bound over those contexts (nan: none in the grid)"},
+               {"max_false_rate_top1", "largest top-1 false rate over those contexts (nan: none in the grid)"},
                {"verdict", "gap<0.2pp: every upper bound below 0.2%; gap>=0.2pp: some lower bound at or above 0.2%; "
                            "inconclusive otherwise"}};
   return t;
@@ -281,7 +281,10 @@ inline study_def definition() {
     table t = results_schema();
     table v = verdict_schema();
     for (std::size_t si = 0; si < NS; ++si) {
-      double max_rate = 0, max_hi = 0, max_rate1 = 0;
+      // With no context beyond 32k there is nothing to take the maximum over: the
+      // maxima are undefined and written nan, not 0 (which would read as a measured rate).
+      const double none = std::nan("");
+      double max_rate = none, max_hi = none, max_rate1 = none;
       std::size_t nbeyond = 0;
       bool any_above = false, all_below = true;
       for (std::size_t ci = 0; ci < NC; ++ci) {
@@ -302,6 +305,7 @@ inline study_def definition() {
                           c.in_topk ? c.rank_shift / double(c.in_topk) : std::nan("")});
         if (ctxs[ci] > beyond) {
           ++nbeyond;
+          if (nbeyond == 1) max_rate = max_hi = max_rate1 = 0.0;
           max_rate = std::max(max_rate, std::isnan(w.rate) ? 0.0 : w.rate);
           max_hi = std::max(max_hi, w.high);
           max_rate1 = std::max(max_rate1, std::isnan(w1.rate) ? 0.0 : w1.rate);
@@ -338,8 +342,12 @@ inline study_def definition() {
 
     for (const auto& row : v.rows) {
       char b[256];
-      std::snprintf(b, sizeof b, "%s: %s (largest rate beyond 32k %.3f%%, upper bound %.3f%%)", row[0].s.c_str(),
-                    row[5].s.c_str(), 100 * row[2].d, 100 * row[3].d);
+      if (row[1].i == 0)
+        std::snprintf(b, sizeof b, "%s: no verdict: there is no context beyond 32k in the grid (give --contexts above 32k)",
+                      row[0].s.c_str());
+      else
+        std::snprintf(b, sizeof b, "%s: %s (largest rate beyond 32k %.3f%%, upper bound %.3f%%)", row[0].s.c_str(),
+                      row[5].s.c_str(), 100 * row[2].d, 100 * row[3].d);
       r.findings.push_back(b);
     }
     return r;
