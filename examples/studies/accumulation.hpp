@@ -124,7 +124,8 @@ inline study_def definition() {
       {"sinks", param_kind::integer, "4", "", "sink tokens (the first tokens of the context)", {}, 0, 1 << 10,
        "sink count"},
       {"sink-delta", param_kind::real, "8", "", "logit gap of the sinks", {}, -100, 100, "logit gap"},
-      {"head-dim", param_kind::integer, "128", "", "head dimension d", {}, 2, 4096, "head dimension"},
+      {"head-dim", param_kind::integer, "128", "", "head dimension d (even; >= 4 with sinks)", {}, 2, 4096,
+       "head dimension"},
   };
   d.outputs = {output_schema()};
   d.validate = [](const config& c) {
@@ -136,6 +137,12 @@ inline study_def definition() {
     if (c.integer("head-dim") % 2 != 0)
       throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
                         " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+    // With sinks the scenario reserves 2 massive-activation channels, and the citation
+    // spans' directions avoid them and the sink direction: 2 channels must stay free.
+    if (c.integer("sinks") > 0 && c.integer("head-dim") < 4)
+      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                        " is too small: with sinks the scenario reserves 2 massive-activation channels and needs 2 "
+                        "more for the sink and citation directions (allowed: even head dimensions >= 4, or --sinks 0)");
     if (c.real("margin-min") > c.real("margin-max"))
       throw usage_error("--margin-min " + term_cell(cell(c.real("margin-min"))) + " exceeds --margin-max " +
                         term_cell(cell(c.real("margin-max"))) + " (allowed: margin-min <= margin-max)");

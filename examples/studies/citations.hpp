@@ -113,6 +113,17 @@ inline void check_span_grid(const config& c) {
   if (c.integer("head-dim") % 2 != 0)
     throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
                       " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+  // The scenario reserves channels: 4 for the key outliers (when --outlier > 0) and 2
+  // for the massive activation, which the sink direction avoids; the citation spans'
+  // directions avoid those and the sink direction, so 2 channels must stay free
+  // (kvq::inject::inject_sinks and inject_needles fail on a zero-norm direction).
+  const bool outliers = c.real("outlier") > 0;
+  const long long need_dim = (outliers ? 4 : 0) + 2 + 2;
+  if (c.integer("head-dim") < need_dim)
+    throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) + " is too small: the scenario reserves " +
+                      (outliers ? std::string("4 outlier and ") : std::string()) +
+                      "2 massive-activation channels and needs 2 more for the sink and citation directions "
+                      "(allowed: even head dimensions >= 8, or >= 4 with --outlier 0)");
   const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
   const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
   if (nmin < need)
@@ -151,7 +162,8 @@ inline study_def definition() {
       {"outlier", param_kind::real, "10", "", "key channel-outlier offset m (4 channels, pre-RoPE; 0 = none)", {}, 0,
        1e30, "outlier magnitude"},
       {"sink-delta", param_kind::real, "8", "", "logit gap of the sink (token 0)", {}, -100, 100, "logit gap"},
-      {"head-dim", param_kind::integer, "128", "", "head dimension d", {}, 2, 4096, "head dimension"},
+      {"head-dim", param_kind::integer, "128", "", "head dimension d (even; >= 8, or >= 4 with --outlier 0)", {}, 4,
+       4096, "head dimension"},
   };
   d.outputs = {results_schema(), verdict_schema()};
   d.validate = [](const config& c) {

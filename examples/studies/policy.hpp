@@ -130,7 +130,8 @@ inline study_def definition() {
       {"outlier", param_kind::real, "10", "", "key channel-outlier offset m (4 channels, pre-RoPE)", {}, 0, 1e30,
        "outlier magnitude"},
       {"sink-delta", param_kind::real, "8", "", "logit gap of the sink (token 0)", {}, -100, 100, "logit gap"},
-      {"head-dim", param_kind::integer, "128", "", "head dimension d", {}, 2, 4096, "head dimension"},
+      {"head-dim", param_kind::integer, "128", "", "head dimension d (even; >= 8, or >= 4 with --outlier 0)", {}, 4,
+       4096, "head dimension"},
   };
   d.outputs = {output_schema()};
   d.validate = [](const config& c) {

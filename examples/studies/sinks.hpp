@@ -114,7 +114,8 @@ inline study_def definition() {
        "context length"},
       {"massive", param_kind::real, "100", "", "massive-activation factor on the sink keys (x median|K|; 0 = none)",
        {}, 0, 1e6, "massive-activation factor"},
-      {"head-dim", param_kind::integer, "128", "", "head dimension d", {}, 2, 4096, "head dimension"},
+      {"head-dim", param_kind::integer, "128", "", "head dimension d (even; >= 4 with massive activations)", {}, 2,
+       4096, "head dimension"},
       {"queries", param_kind::integer, "8", "4", "queries per cell", {}, 1, 1 << 20, "query count"},
   };
   d.outputs = {output_schema()};
@@ -124,6 +125,16 @@ inline study_def definition() {
     for (const auto& p : c.names("paths"))
       if (!find_fa3(p)) storage.push_back(p);
     check_head_dim(storage, c.integer("head-dim"));
+    // RoPE rotates channel pairs; the massive activation takes 2 channels, which the
+    // sink direction avoids, so one pair must stay free (kvq::inject::inject_sinks fails
+    // on a zero-norm direction).
+    if (c.integer("head-dim") % 2 != 0)
+      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                        " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+    if (c.real("massive") > 0 && c.integer("head-dim") < 4)
+      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                        " is too small: the 2 massive-activation channels leave none for the sink direction "
+                        "(allowed: even head dimensions >= 4, or --massive 0)");
     const long long smax = *std::max_element(c.ints("sinks").begin(), c.ints("sinks").end());
     const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
     if (smax >= nmin)
