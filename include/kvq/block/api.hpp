@@ -38,6 +38,7 @@
 #include <kvq/block/pack.hpp>
 #include <kvq/block/scheme.hpp>
 #include <kvq/config.hpp>
+#include <kvq/core/error.hpp>
 
 namespace kvq {
 namespace block {
@@ -159,11 +160,14 @@ struct dequantize_block_fn {
 // ----------------------------------------------------------------------------- checked API
 namespace detail {
 template <class S>
-inline void check_sizes(const char* fn, const S& s, std::size_t n, std::size_t code_bytes, std::size_t n_scales,
-                        bool scales_null, std::size_t n_zeros, bool zeros_null) {
+inline void check_sizes(const char* fn, const S& s, std::size_t n, std::size_t code_bytes, bool codes_null,
+                        std::size_t n_scales, bool scales_null, std::size_t n_zeros, bool zeros_null) {
   const std::size_t bs = s.block_size();
   const std::string who = std::string("kvq::block::") + fn + "(" + S::name + "): ";
   if (bs == 0) throw std::invalid_argument(who + "block size is 0");
+  // sizes_of computes n * storage_bits; a length whose bit count wraps would ask for a
+  // tiny buffer.
+  kvq::detail::checked_mul(n, static_cast<std::size_t>(S::storage_bits), who + "code bits of " + std::to_string(n) + " elements");
   if (n % bs != 0)
     throw std::invalid_argument(who + "length " + std::to_string(n) + " is not a multiple of the block size " +
                                 std::to_string(bs));
@@ -171,6 +175,7 @@ inline void check_sizes(const char* fn, const S& s, std::size_t n, std::size_t c
   if (code_bytes < z.code_bytes)
     throw std::invalid_argument(who + "codes buffer holds " + std::to_string(code_bytes) + " bytes, " +
                                 std::to_string(z.code_bytes) + " needed for " + std::to_string(n) + " elements");
+  if (n > 0 && codes_null) throw std::invalid_argument(who + "codes buffer is null");
   if (z.scales && (scales_null || n_scales < z.scales))
     throw std::invalid_argument(who + "scales buffer holds " + std::to_string(scales_null ? 0 : n_scales) +
                                 " scales, " + std::to_string(z.scales) + " needed for " + std::to_string(z.blocks) +
@@ -189,7 +194,8 @@ template <class S, class In = f32_input>
 float quantize(const S& s, const typename In::storage* x, std::size_t n, tensor_value tv, std::uint8_t* codes,
                std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales, float* zeros = nullptr,
                std::size_t n_zeros = 0) {
-  detail::check_sizes("quantize", s, n, code_bytes, n_scales, scales == nullptr, n_zeros, zeros == nullptr);
+  detail::check_sizes("quantize", s, n, code_bytes, codes == nullptr, n_scales, scales == nullptr, n_zeros,
+                      zeros == nullptr);
   if (n > 0 && x == nullptr) throw std::invalid_argument(std::string("kvq::block::quantize(") + S::name + "): input is null");
   float t = 1.0f;
   if (S::tensor != tensor_kind::none)
@@ -228,7 +234,9 @@ float quantize_rows(const S& s, const typename In::storage* x, std::size_t rows,
     throw std::invalid_argument(std::string("kvq::block::quantize_rows(") + S::name + "): row length " +
                                 std::to_string(cols) + " (" + std::to_string(rows) + " x " + std::to_string(cols) +
                                 ") is not a multiple of the block size " + std::to_string(s.block_size()));
-  return quantize<S, In>(s, x, rows * cols, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros);
+  const std::size_t n =
+      kvq::detail::checked_mul(rows, cols, std::string("kvq::block::quantize_rows(") + S::name + "): rows x cols");
+  return quantize<S, In>(s, x, n, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros);
 }
 
 /// Dequantize n elements into out (n_out >= n). Same checks as quantize.
@@ -236,7 +244,8 @@ template <class S>
 void dequantize(const S& s, const std::uint8_t* codes, std::size_t code_bytes, const typename S::scale_type* scales,
                 std::size_t n_scales, const float* zeros, std::size_t n_zeros, float tensor_val, float* out,
                 std::size_t n) {
-  detail::check_sizes("dequantize", s, n, code_bytes, n_scales, scales == nullptr, n_zeros, zeros == nullptr);
+  detail::check_sizes("dequantize", s, n, code_bytes, codes == nullptr, n_scales, scales == nullptr, n_zeros,
+                      zeros == nullptr);
   if (n > 0 && out == nullptr) throw std::invalid_argument(std::string("kvq::block::dequantize(") + S::name + "): output is null");
   const dequantize_block_fn<S> f{s, S::prepare(S::tensor == tensor_kind::none ? 1.0f : tensor_val), codes,
                                  S::scale_bytes ? scales : nullptr, S::has_zero_point ? zeros : nullptr, out};
@@ -318,6 +327,8 @@ class quantized_tensor {
       throw std::invalid_argument(std::string("kvq::block::quantized_tensor(") + S::name + ")::assign: length " +
                                   std::to_string(n) + " is not a multiple of the block size " +
                                   std::to_string(scheme_.block_size()));
+    kvq::detail::checked_mul(n, static_cast<std::size_t>(S::storage_bits),
+                             std::string("kvq::block::quantized_tensor(") + S::name + ")::assign: code bits");
     return sizes_of(scheme_, n);
   }
 

@@ -79,7 +79,11 @@ inline constexpr model_shape deepseek_v3{"DeepSeek-V3 (MLA)", 61, 0, 576, true, 
 }  // namespace presets
 
 namespace detail {
-inline std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
+inline std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+// Every byte count of the planner goes through these: a context or model too large for
+// std::size_t is an error naming the product, not a wrapped small number.
+inline std::size_t mul(std::size_t a, std::size_t b) { return kvq::detail::checked_mul(a, b, "kvq::kv planner: KV bytes"); }
+inline std::size_t add(std::size_t a, std::size_t b) { return kvq::detail::checked_add(a, b, "kvq::kv planner: KV bytes"); }
 
 /// Bytes of n_tokens vectors of length d in format f (one head, one of K/V), plus the
 /// format's tensor value if `count_tensor`.
@@ -89,7 +93,7 @@ inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d,
       [&](const auto& s) -> std::size_t {
         using T = std::decay_t<decltype(s)>;
         if constexpr (std::is_same<T, hp_format>::value) {
-          return n * d * hp_bytes(s);
+          return mul(mul(n, d), hp_bytes(s));
         } else if constexpr (kv::detail::is_kivi<T>::value) {
           const std::size_t g = s.group, pb = sizeof(typename T::compute_type::storage), r = kivi.residual;
           // Values are grouped along head_dim, keys along tokens in whole residual windows.
@@ -102,10 +106,10 @@ inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d,
           const std::size_t code_row = d * static_cast<std::size_t>(T::storage_bits) / 8;
           if (role == kv_role::value) {
             const std::size_t q = n > r ? n - r : 0;
-            return q * (code_row + 2 * (d / g) * pb) + (n - q) * d * pb;
+            return add(mul(q, code_row + 2 * (d / g) * pb), mul(mul(n - q, d), pb));
           }
           const std::size_t q = (n / r) * r;
-          return q * code_row + 2 * d * (q / g) * pb + (n - q) * d * pb;
+          return add(add(mul(q, code_row), mul(mul(2 * d, q / g), pb)), mul(mul(n - q, d), pb));
         } else {
           std::size_t b = s.block_size();
           if constexpr (std::is_same<T, block::fp8_per_token_head>::value ||
@@ -118,7 +122,7 @@ inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d,
           const std::size_t per = ceil_div(d * static_cast<std::size_t>(T::storage_bits), 8) +
                                   (T::scale_bytes ? blocks * static_cast<std::size_t>(T::scale_bytes) : 0) +
                                   (T::has_zero_point ? blocks * 4 : 0);
-          return n * per + ((count_tensor && T::tensor != block::tensor_kind::none) ? 4u : 0u);
+          return add(mul(n, per), (count_tensor && T::tensor != block::tensor_kind::none) ? 4u : 0u);
         }
       },
       f);
@@ -129,19 +133,19 @@ inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d,
 /// format v (v ignored for MLA), pages of `page_tokens` tokens (0: no paging).
 inline std::size_t kv_bytes(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
                             std::size_t page_tokens = 0, kivi_options kivi = {}) {
-  const std::size_t n = page_tokens ? detail::ceil_div(tokens, page_tokens) * page_tokens : tokens;
+  const std::size_t n = page_tokens ? detail::mul(detail::ceil_div(tokens, page_tokens), page_tokens) : tokens;
   std::size_t per_layer = 0;
   const bool tv = n > 0;  // tensor values exist once a token is stored
   if (m.mla) {
     per_layer = detail::vector_bytes(k, kv_role::key, m.head_dim, n, tv, kivi);
   } else {
     // per-layer tensor values: one for K and one for V, shared by the heads
-    per_layer = m.kv_heads * (detail::vector_bytes(k, kv_role::key, m.head_dim, n, false, kivi) +
-                              detail::vector_bytes(v, kv_role::value, m.head_dim, n, false, kivi)) +
-                detail::vector_bytes(k, kv_role::key, m.head_dim, 0, tv, kivi) +
-                detail::vector_bytes(v, kv_role::value, m.head_dim, 0, tv, kivi);
+    per_layer = detail::add(detail::mul(m.kv_heads, detail::add(detail::vector_bytes(k, kv_role::key, m.head_dim, n, false, kivi),
+                                                                detail::vector_bytes(v, kv_role::value, m.head_dim, n, false, kivi))),
+                            detail::vector_bytes(k, kv_role::key, m.head_dim, 0, tv, kivi) +
+                                detail::vector_bytes(v, kv_role::value, m.head_dim, 0, tv, kivi));
   }
-  return m.layers * per_layer;
+  return detail::mul(m.layers, per_layer);
 }
 /// kv_bytes with the same format for keys and values.
 inline std::size_t kv_bytes(const model_shape& m, const kv_format& f, std::size_t tokens, std::size_t page_tokens = 0,
@@ -176,7 +180,7 @@ inline std::size_t policy_bytes(const model_shape& m, const precision_policy& p,
   const std::size_t rest = tokens - keep;
   const std::size_t window = rest < p.recent_window ? rest : p.recent_window;
   const std::size_t high = keep + window, low = rest - window;
-  return kv_bytes(m, p.high, p.high, high, 0, p.kivi) + kv_bytes(m, p.low_k, p.low_v, low, 0, p.kivi);
+  return detail::add(kv_bytes(m, p.high, p.high, high, 0, p.kivi), kv_bytes(m, p.low_k, p.low_v, low, 0, p.kivi));
 }
 
 namespace detail {
@@ -184,8 +188,15 @@ namespace detail {
 template <class Bytes>
 std::size_t longest_fitting(Bytes bytes, std::size_t budget_bytes, std::size_t batch, const char* who) {
   if (batch == 0) throw std::invalid_argument(std::string(who) + ": batch is 0");
-  auto fits = [&](std::size_t n) { return bytes(n) <= budget_bytes / batch; };
-  if (!fits(0)) return 0;
+  if (!(bytes(0) <= budget_bytes / batch)) return 0;  // shape errors throw here
+  // A length whose byte count overflows std::size_t does not fit any budget.
+  auto fits = [&](std::size_t n) {
+    try {
+      return bytes(n) <= budget_bytes / batch;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  };
   std::size_t lo = 0, hi = 1;
   while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
   if (fits(hi)) return hi;

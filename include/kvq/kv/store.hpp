@@ -30,6 +30,7 @@
 #include <vector>
 
 #include <kvq/block.hpp>
+#include <kvq/core/error.hpp>
 
 namespace kvq {
 namespace kv {
@@ -147,7 +148,8 @@ class plain_row_store final : public row_store {
   std::size_t head_dim() const noexcept override { return hd_; }
   std::size_t rows() const noexcept override { return n_; }
   void append(const float* rows, std::size_t n) override {
-    const std::size_t m = n * hd_;
+    const std::size_t m = kvq::detail::checked_mul(n, hd_, "kvq::kv::plain_row_store::append: rows x head_dim");
+    if (m > 0 && rows == nullptr) throw std::invalid_argument("kvq::kv::plain_row_store::append: rows is null");
     if (f_ == hp_format::fp32) {
       f32_.insert(f32_.end(), rows, rows + m);
     } else {
@@ -196,7 +198,13 @@ class block_row_store final : public row_store {
   const S& scheme() const noexcept { return s_; }
 
   void append(const float* rows, std::size_t n) override {
-    const block::buffer_sizes z = block::sizes_of(s_, n * hd_);
+    const std::size_t m = kvq::detail::checked_mul(n, hd_, std::string("kvq::kv::block_row_store(") + S::name +
+                                                              ")::append: rows x head_dim");
+    kvq::detail::checked_mul(m, static_cast<std::size_t>(S::storage_bits),
+                             std::string("kvq::kv::block_row_store(") + S::name + ")::append: code bits");
+    if (m > 0 && rows == nullptr)
+      throw std::invalid_argument(std::string("kvq::kv::block_row_store(") + S::name + ")::append: rows is null");
+    const block::buffer_sizes z = block::sizes_of(s_, m);
     const std::size_t c0 = codes_.size(), s0 = scales_.size(), z0 = zeros_.size();
     codes_.resize(c0 + z.code_bytes);
     scales_.resize(s0 + z.scales);
@@ -251,7 +259,9 @@ class kivi_key_store final : public row_store {
   std::size_t head_dim() const noexcept override { return hd_; }
   std::size_t rows() const noexcept override { return chunks_ * r_ + residual_.size() / hd_; }
   void append(const float* rows, std::size_t n) override {
-    for (std::size_t i = 0; i < n * hd_; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
+    const std::size_t m = kvq::detail::checked_mul(n, hd_, "kvq::kv::kivi_key_store::append: rows x head_dim");
+    if (m > 0 && rows == nullptr) throw std::invalid_argument("kvq::kv::kivi_key_store::append: rows is null");
+    for (std::size_t i = 0; i < m; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
     while (residual_.size() / hd_ >= r_) quantize_front_chunk();
   }
   void dequantize(float* out) const override {
@@ -320,7 +330,9 @@ class kivi_value_store final : public row_store {
   std::size_t head_dim() const noexcept override { return hd_; }
   std::size_t rows() const noexcept override { return quantized_ + residual_.size() / hd_; }
   void append(const float* rows, std::size_t n) override {
-    for (std::size_t i = 0; i < n * hd_; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
+    const std::size_t m = kvq::detail::checked_mul(n, hd_, "kvq::kv::kivi_value_store::append: rows x head_dim");
+    if (m > 0 && rows == nullptr) throw std::invalid_argument("kvq::kv::kivi_value_store::append: rows is null");
+    for (std::size_t i = 0; i < m; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
     const std::size_t held = residual_.size() / hd_;
     if (held > r_) quantize_front(held - r_);
   }

@@ -543,7 +543,7 @@ inline std::string npy_make_example(const std::string& dir, const std::string& s
   if (layout != scale_layout::row_major && (!s.has_scales || s.fixed_block == 0))
     throw std::invalid_argument("--scale-layout " + std::string(to_string(layout)) +
                                 " applies to uint8 block scales; scheme " + s.name + " has none");
-  const std::size_t n = rows * cols;
+  const std::size_t n = kvq::detail::checked_mul(rows, cols, "--rows x --cols");
   std::vector<float> x = s.edge_cases();
   // Block schemes: NaN, Inf and huge inputs would own whole blocks (or the tensor
   // amax); keep the element format's own edge cases up to twice its largest value.

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <kvq/core/error.hpp>
+
 namespace kvq::verify {
 
 /// Layout of a block-scale matrix in memory.
@@ -43,8 +45,10 @@ inline scale_layout parse_scale_layout(const std::string& v) {
 }
 
 /// Bytes of a swizzled buffer for a rows x cols scale matrix (padded to whole tiles).
-inline std::size_t swizzled_size(std::size_t rows, std::size_t cols) noexcept {
-  return ((rows + 127) / 128) * 128 * ((cols + 3) / 4) * 4;
+inline std::size_t swizzled_size(std::size_t rows, std::size_t cols) {
+  const std::size_t row_tiles = rows / 128 + (rows % 128 != 0 ? 1 : 0), col_tiles = cols / 4 + (cols % 4 != 0 ? 1 : 0);
+  return kvq::detail::checked_mul(kvq::detail::checked_mul(row_tiles, col_tiles, "swizzled 128x4 scale tiles"), 512,
+                                  "swizzled 128x4 scale count");
 }
 
 /// Offset of scale (r, c) of a rows x cols matrix in the swizzled buffer.
@@ -59,7 +63,7 @@ inline std::size_t swizzled_offset(std::size_t r, std::size_t c, std::size_t col
 /// \throws std::invalid_argument if row_major.size() != rows * cols.
 template <class T>
 std::vector<T> swizzle_scales(const std::vector<T>& row_major, std::size_t rows, std::size_t cols) {
-  if (row_major.size() != rows * cols)
+  if (row_major.size() != kvq::detail::checked_mul(rows, cols, "swizzle_scales: rows x cols"))
     throw std::invalid_argument("swizzle_scales: " + std::to_string(row_major.size()) + " scales for a " +
                                 std::to_string(rows) + " x " + std::to_string(cols) + " matrix");
   std::vector<T> out(swizzled_size(rows, cols), T{});
@@ -72,6 +76,7 @@ std::vector<T> swizzle_scales(const std::vector<T>& row_major, std::size_t rows,
 /// \throws std::invalid_argument if swizzled.size() != swizzled_size(rows, cols).
 template <class T>
 std::vector<T> unswizzle_scales(const std::vector<T>& swizzled, std::size_t rows, std::size_t cols) {
+  kvq::detail::checked_mul(rows, cols, "unswizzle_scales: rows x cols");
   if (swizzled.size() != swizzled_size(rows, cols))
     throw std::invalid_argument("the swizzled 128x4 layout of a " + std::to_string(rows) + " x " +
                                 std::to_string(cols) + " scale matrix holds " +

@@ -1,0 +1,47 @@
+// Byte counts of the KV layer on sizes that overflow std::size_t: the planner and the
+// row stores throw std::invalid_argument naming the product instead of wrapping (the
+// expected failures are decided by 128-bit arithmetic on the same shapes).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include <kvq/kv.hpp>
+
+namespace kb = kvq::block;
+using namespace kvq::kv;
+
+TEST_CASE("planner: byte counts that overflow are errors, max_context stays finite", "[kv][planner][overflow]") {
+  __extension__ typedef unsigned __int128 u128;  // GCC/Clang 128-bit integers: the oracle
+  const u128 max = std::numeric_limits<std::size_t>::max();
+  const model_shape big{"big", 1u << 20, 1u << 10, 1u << 10, false, "test"};  // 2^42 bf16 bytes per token
+  // bf16: layers x heads x (K+V) x d x 2 bytes x tokens; 2^22 tokens make 2^64 bytes.
+  const std::size_t tokens = std::size_t{1} << 22;
+  REQUIRE(static_cast<u128>(big.layers) * big.kv_heads * 2 * big.head_dim * 2 * tokens > max);
+  CHECK_THROWS_WITH(kv_bytes(big, hp_format::bf16, tokens), Catch::Contains("kvq::kv planner: KV bytes"));
+  CHECK_THROWS_WITH(kv_bytes(big, kb::nvfp4_te{}, std::numeric_limits<std::size_t>::max()),
+                    Catch::Contains("overflows std::size_t"));
+  CHECK_THROWS_AS(kv_bytes(big, hp_format::bf16, 1000, std::numeric_limits<std::size_t>::max()),
+                  std::invalid_argument);  // one page of 2^64 - 1 tokens
+  // Just below the edge the count is exact.
+  CHECK(kv_bytes(big, hp_format::bf16, (std::size_t{1} << 21)) == (std::size_t{1} << 63));
+  // max_context searches lengths up to 2^40; those whose bytes overflow do not fit (a
+  // wrapped count, 2^64 -> 0, would have fit any budget).
+  const std::size_t budget = std::size_t{1} << 62;
+  CHECK(max_context(big, hp_format::bf16, hp_format::bf16, budget) == (std::size_t{1} << 20));
+}
+
+TEST_CASE("row stores refuse an append whose element count overflows", "[kv][store][overflow]") {
+  std::vector<float> rows(64, 1.0f);
+  const std::size_t n = (std::size_t{1} << 58) + 1;  // x 64 = 2^64 + 64
+  plain_row_store plain(hp_format::bf16, 64);
+  CHECK_THROWS_WITH(plain.append(rows.data(), n), Catch::Contains("rows x head_dim"));
+  CHECK(plain.rows() == 0);
+  block_row_store<kb::nvfp4_te> blk(kb::nvfp4_te{}, 64, 1.0f);
+  CHECK_THROWS_WITH(blk.append(rows.data(), n), Catch::Contains("rows x head_dim"));
+  CHECK(blk.rows() == 0);
+  CHECK(blk.memory_bytes() == 0);
+  CHECK_THROWS_WITH(plain.append(nullptr, 1), Catch::Contains("rows is null"));
+}
