@@ -1,7 +1,7 @@
 /// \file
 /// kvq/core.hpp — the core layer every other layer builds on: bit views and NaN tests,
 /// 16-bit float rounding, deterministic elementary functions, fixed-shape reductions,
-/// the matrix types and the error helper.
+/// the matrix types, the error helper and the input-file check.
 #pragma once
 
 #include <kvq/config.hpp>
@@ -11,6 +11,7 @@
 #include <kvq/core/reduce.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/core/error.hpp>
+#include <kvq/core/input_file.hpp>
 
 /// \namespace kvq::math
 /// Deterministic elementary functions (exp, exp2, log, log2, sin, cos, ...) built only

@@ -1,13 +1,21 @@
-// kvq::detail::checked_mul / checked_add against 128-bit integer arithmetic.
+// kvq::detail::checked_mul / checked_add against 128-bit integer arithmetic, and the
+// regular-file check of every input path (a directory, a FIFO, a character device).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
 
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <kvq/core/error.hpp>
+#include <kvq/core/input_file.hpp>
 
 using kvq::detail::checked_add;
 using kvq::detail::checked_mul;
@@ -40,4 +48,27 @@ TEST_CASE("checked_mul and checked_add agree with 128-bit arithmetic", "[core][c
                     "kvq::block::quantize_rows: rows x cols = 1152921504606846980 x 16 overflows std::size_t "
                     "(18446744073709551615)");
   CHECK_THROWS_WITH(checked_add(std::numeric_limits<std::size_t>::max(), 1, "bytes"), Catch::StartsWith("bytes = "));
+}
+
+TEST_CASE("only regular files pass the input-file check", "[core][input_file]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("kvq_test_checked_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string file = (dir / "a.txt").string(), fifo = (dir / "fifo").string();
+  std::ofstream(file) << "x\n";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  fs::create_symlink(file, dir / "link");
+
+  CHECK(kvq::detail::not_regular_file(file).empty());
+  CHECK(kvq::detail::not_regular_file((dir / "link").string()).empty());  // symlinks are followed
+  CHECK(kvq::detail::not_regular_file((dir / "missing").string()).empty());  // left to the reader's open
+  CHECK(kvq::detail::not_regular_file(dir.string()) == "is a directory, not a regular file");
+  CHECK(kvq::detail::not_regular_file(fifo) == "is a FIFO (named pipe), not a regular file");  // and did not block
+  if (fs::exists("/dev/zero"))
+    CHECK(kvq::detail::not_regular_file("/dev/zero") == "is a character device, not a regular file");
+  CHECK_THROWS_WITH(kvq::detail::require_regular_file("--input", fifo),
+                    "--input '" + fifo + "' is a FIFO (named pipe), not a regular file");
+  CHECK_NOTHROW(kvq::detail::require_regular_file("--input", file));
+  fs::remove_all(dir);
 }

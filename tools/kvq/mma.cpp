@@ -5,6 +5,7 @@
 // the fp32 word of the same value, as in the recorded d_*_fp16 files).
 #include "mma.hpp"
 
+#include <kvq/core/input_file.hpp>
 #include <kvq/mma.hpp>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,7 @@ struct bad_input : std::runtime_error {
 };
 
 std::vector<std::string> read_lines(const std::string& path, bool gz) {
+  if (const std::string why = kvq::detail::not_regular_file(path); !why.empty()) throw bad_input(path + " " + why);
   std::vector<std::string> lines;
   std::string cur;
   char buf[4096];

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <kvq/config.hpp>
+#include <kvq/core/input_file.hpp>
 #include <kvq/study/error.hpp>
 #include <kvq/study/json.hpp>
 #include <kvq/study/output.hpp>
@@ -68,7 +69,7 @@ namespace detail {
 // Equality of two JSON values regardless of the order of object keys (a partial result
 // rewritten by another tool may reorder them; the values are what count).
 inline bool same_json(const json& a, const json& b) {
-  return nlohmann::json::parse(a.dump()) == nlohmann::json::parse(b.dump());
+  return nlohmann::json::parse(dump_json(a, -1)) == nlohmann::json::parse(dump_json(b, -1));
 }
 
 // The grid JSON back into option texts: integers in decimal, numbers with 17
@@ -119,6 +120,8 @@ inline std::vector<partial_result> read_partials(const std::vector<std::string>&
     for (const auto& n : names) {
       partial_result pr;
       pr.path = (fs::path(d) / n).string();
+      if (const std::string why = kvq::detail::not_regular_file(pr.path); !why.empty())
+        throw usage_error("merge: " + pr.path + " " + why);
       std::ifstream in(pr.path, std::ios::binary);
       std::stringstream ss;
       ss << in.rdbuf();
@@ -227,7 +230,7 @@ inline merged_run merge_study(const study_def& def, const std::vector<const part
   const json& d = shards.front()->data;
   const std::string& where = shards.front()->path;
   if (d["kvq_version"] != KVQ_VERSION_STRING)
-    throw usage_error("merge: " + where + " is from kvq " + d["kvq_version"].dump() + ", this is kvq " +
+    throw usage_error("merge: " + where + " is from kvq " + dump_json(d["kvq_version"], -1) + ", this is kvq " +
                       KVQ_VERSION_STRING);
   const std::uint64_t seed = d["seed"].get<std::uint64_t>();
   const bool quick = d["quick"].get<bool>();

@@ -59,6 +59,8 @@
 #include <string>
 #include <vector>
 
+#include <kvq/core/input_file.hpp>
+
 #include <kvq/block.hpp>
 #include <kvq/kv/registry.hpp>
 #include <kvq/core/bits.hpp>
@@ -507,6 +509,10 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
                                 " has no block scales; --scale-layout applies to uint8 block scales");
   if (!s.block && req.has_tensor_value)
     throw std::invalid_argument("scheme " + s.name + " is element-wise; --tensor-value applies to block schemes");
+  // Not npy::read's job: a FIFO would block its open, a device would never end.
+  kvq::detail::require_regular_file("--input", req.input);
+  kvq::detail::require_regular_file("--codes", req.codes);
+  if (!req.scales.empty()) kvq::detail::require_regular_file("--scales", req.scales);
   const npy::array in = npy::read(req.input);
   if (in.type == npy::dtype::u8)
     throw std::invalid_argument("input file '" + req.input +
