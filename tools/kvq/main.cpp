@@ -101,9 +101,13 @@ int cmd_study_merge(const std::vector<std::string>& args, const std::string& com
 
 int cmd_study(const std::vector<std::string>& args, const std::string& command_line) {
   using namespace kvq::study;
-  if (args.empty() || is_help(args[0])) {
+  if (args.empty()) {
+    std::vector<std::string> names;
+    for (const auto& d : all_studies()) names.push_back(d.name);
+    throw usage_error("study: no study named (allowed: " + join(names) + ", merge; see kvq study --help)");
+  }
+  if (is_help(args[0])) {
     std::fputs(study_list_help().c_str(), stdout);
-    if (args.empty()) return 2;
     return 0;
   }
   if (args[0] == "merge") return cmd_study_merge(std::vector<std::string>(args.begin() + 1, args.end()), command_line);

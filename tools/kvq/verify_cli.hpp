@@ -58,9 +58,9 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     app.add_flag("-h,--help", help);
     app.add_flag("--list-schemes", list);
     CLI::Option* o_scheme = app.add_option("--scheme", scheme);
-    app.add_option("--input", req.input);
-    app.add_option("--codes", req.codes);
-    app.add_option("--scales", req.scales);
+    CLI::Option* o_input = app.add_option("--input", req.input);
+    CLI::Option* o_codes = app.add_option("--codes", req.codes);
+    CLI::Option* o_scales = app.add_option("--scales", req.scales);
     CLI::Option* o_tv = app.add_option("--tensor-value", tensor_value);
     CLI::Option* o_round = app.add_option("--rounding", rounding);
     CLI::Option* o_over = app.add_option("--overflow", overflow);
@@ -72,12 +72,28 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     CLI::Option* o_layout = app.add_option("--scale-layout", layout_s);
     CLI::Option* o_dump = app.add_option("--dump", dump);
     std::vector<std::string> args;
-    for (int i = argc - 1; i >= 1; --i) args.push_back(argv[i] ? argv[i] : "");
+    // "--name=" is "--name" with an empty value (CLI11 would call the value missing), so
+    // that the empty path is reported as such below.
+    for (int i = argc - 1; i >= 1; --i) {
+      const std::string a = argv[i] ? argv[i] : "";
+      if (a.size() > 3 && a.compare(0, 2, "--") == 0 && a.back() == '=' && a.find('=') == a.size() - 1) {
+        args.push_back("");
+        args.push_back(a.substr(0, a.size() - 1));
+      } else {
+        args.push_back(a);
+      }
+    }
     try {
       app.parse(args);
     } catch (const CLI::ParseError& e) {
       throw std::invalid_argument(std::string(e.what()) + " (see --help)");
     }
+    // A path given as "" is a wrong value, not a missing option: say so.
+    for (const auto& po : {std::make_pair(o_input, &req.input), std::make_pair(o_codes, &req.codes),
+                           std::make_pair(o_scales, &req.scales), std::make_pair(o_make, &make_dir),
+                           std::make_pair(o_dump, &dump)})
+      if (po.first->count() && po.second->empty())
+        throw std::invalid_argument(po.first->get_name() + ": empty path (give a file or directory name)");
     if (help) {
       npy_verify_usage(out, prog);
       return 0;
@@ -101,13 +117,13 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     std::uint64_t seed = 1;
     if (o_rows->count()) rows = v::detail::parse_count("--rows", rows_s, 1, std::size_t{1} << 20);
     if (o_cols->count()) cols = v::detail::parse_count("--cols", cols_s, 1, std::size_t{1} << 20);
-    if (o_seed->count()) seed = v::detail::parse_count("--seed", seed_s, 0, static_cast<std::size_t>(-1));
+    if (o_seed->count()) seed = v::detail::parse_seed("--seed", seed_s);
     const v::detail::scheme_entry& s = v::detail::require_scheme(req.scheme);
     if (s.block && (o_round->count() || o_over->count()))
       throw std::invalid_argument("--rounding/--overflow apply to element schemes; " + s.name + " follows its recipe");
     if (o_make->count()) {
       if (make_dir.empty()) throw std::invalid_argument("--make-example: empty directory name");
-      if (rows * cols > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
+      if (kvq::detail::checked_mul(rows, cols, "--rows x --cols") > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
       if (o_dump->count()) throw std::invalid_argument("--dump applies to verifying, not to --make-example");
       const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed, req.layout);
       out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";

@@ -63,12 +63,20 @@ inline bool parse_int(const std::string& s, long long& out) {
   return true;
 }
 
+// A finite double. strtod sets ERANGE on overflow and also on any result in the
+// subnormal range (glibc does so even for exact ones), so ERANGE alone does not make a
+// text bad: a subnormal result such as 1e-320 is a valid number and is accepted (a grid
+// value that small acts as 0 wherever the study converts it to float, as any value below
+// float's range does); an overflow (inf) or a nonzero text that rounds to 0 is refused.
 inline bool parse_real(const std::string& s, double& out) {
   if (s.empty()) return false;
   char* end = nullptr;
   errno = 0;
   double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end == s.c_str() || *end != '\0' || !std::isfinite(v)) return false;
+  const int e = errno;
+  if (end == s.c_str() || *end != '\0' || !std::isfinite(v)) return false;
+  if (e == ERANGE && v == 0.0) return false;  // below the smallest subnormal: not representable
+  if (e != 0 && e != ERANGE) return false;
   out = v;
   return true;
 }

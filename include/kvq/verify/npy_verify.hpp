@@ -48,7 +48,11 @@
 /// npy_verify and npy_make_example.
 #pragma once
 
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
@@ -477,22 +481,46 @@ inline std::size_t parse_count(const std::string& opt, const std::string& v, std
   } catch (const std::exception&) {
     pos = 0;
   }
-  if (pos != v.size() || v.empty() || v[0] == '-' || v[0] == '+' || x < lo || x > hi)
+  if (pos != v.size() || v.empty() || v[0] < '0' || v[0] > '9' || x < lo || x > hi)
     throw std::invalid_argument(opt + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
                                 "], got '" + v + "'");
   return static_cast<std::size_t>(x);
 }
 
+// A float option. strtof sets ERANGE both on overflow and on a result in the subnormal
+// range (C11 7.22.1.3: "underflow" is implementation-defined; glibc reports it for
+// every subnormal result, exact ones included), so ERANGE alone does not make a value
+// bad: a finite result is a valid number (0x1p-149, 1e-38); an infinite one from a
+// finite text is an overflow. A text that rounds to zero though it is not zero is
+// refused too, since the value asked for cannot be represented.
 inline float parse_float(const std::string& opt, const std::string& v) {
-  std::size_t pos = 0;
-  float x = 0.0f;
-  try {
-    x = std::stof(v, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  if (pos != v.size() || v.empty()) throw std::invalid_argument(opt + " must be a number, got '" + v + "'");
+  const std::string bad = opt + " must be a number, got '" + v + "'";
+  if (v.empty() || std::isspace(static_cast<unsigned char>(v[0]))) throw std::invalid_argument(bad);
+  char* end = nullptr;
+  errno = 0;
+  const float x = std::strtof(v.c_str(), &end);
+  const int e = errno;
+  if (end == v.c_str() || *end != '\0') throw std::invalid_argument(bad);
+  if (e == ERANGE && std::isinf(x))
+    throw std::invalid_argument(opt + " '" + v + "' overflows float (largest finite: 3.40282347e+38)");
+  if (e == ERANGE && x == 0.0f)
+    throw std::invalid_argument(opt + " '" + v + "' is below the smallest float subnormal (1.4e-45) and would be 0");
   return x;
+}
+
+// A 64-bit seed: decimal digits only (no sign, no spaces, which strtoull would accept
+// and wrap), at most 2^64 - 1.
+inline std::uint64_t parse_seed(const std::string& opt, const std::string& v) {
+  const std::string bad = opt + " must be an integer in [0, 18446744073709551615], got '" + v + "'";
+  if (v.empty() || v.size() > 20) throw std::invalid_argument(bad);
+  std::uint64_t s = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') throw std::invalid_argument(bad);
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (s > (UINT64_MAX - d) / 10) throw std::invalid_argument(bad);
+    s = s * 10 + d;
+  }
+  return s;
 }
 
 }  // namespace detail
