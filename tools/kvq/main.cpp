@@ -43,7 +43,7 @@ bool is_help(const std::string& a) { return a == "--help" || a == "-h" || a == "
 
 std::string study_list_help() {
   std::string s =
-      "usage: kvq study <name> [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...]\n"
+      "usage: kvq study <name> [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...]\n"
       "       kvq study merge DIR... [--out DIR]\n"
       "\n"
       "studies:\n";

@@ -97,7 +97,7 @@ int run(int argc, char** argv, int rank, int size) {
     std::printf("grid: %s\n", cfg.describe().c_str());
     std::fflush(stdout);
   }
-  progress prog(def->name, rank == 0 && progress::stderr_is_terminal());
+  progress prog(def->name, rank == 0 ? progress::mode_for_stderr(req.quiet) : progress_mode::off);
   shard_state shard;
   shard.spec.index = static_cast<unsigned>(rank) + 1;
   shard.spec.count = static_cast<unsigned>(size);

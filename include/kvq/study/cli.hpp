@@ -1,7 +1,7 @@
 // kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
 // standalone study program take it (parsed with CLI11):
 //
-//   [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
+//   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
 //   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]
 //
 // With --shard I/N the run computes only shard I of the study's main phase and writes
@@ -13,8 +13,10 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <utility>
@@ -50,6 +52,8 @@ inline const char* param_kind_text(param_kind k) {
 /// The options every study takes, for help texts.
 inline const char* common_options_help() {
   return "  --quick        small grid (seconds); the defaults are the full grid\n"
+         "  --quiet        no progress on stderr (by default: redrawn on a terminal, a plain\n"
+         "                 line per tenth of the work or 30 s when stderr is a pipe or a file)\n"
          "  --out DIR      also write DIR/<study>.csv (+ extra tables) and DIR/<study>.json\n"
          "                 (configuration, grid, seed, library version, timing); the files of a\n"
          "                 run appear together and only complete\n"
@@ -76,7 +80,7 @@ inline const char* kv_options_help() {
 /// `kvq study <name> --help`: grid options with defaults and allowed values, and every
 /// output column.
 inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
-  std::string s = "usage: " + program + " " + d.name + " [--quick] [--out DIR] [--threads N] [--seed S] [--shard I/N]" +
+  std::string s = "usage: " + program + " " + d.name + " [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N]" +
                   (d.kv.accepted ? " [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]" : "") +
                   " [grid options]\n\n" +
                   d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
@@ -107,6 +111,7 @@ inline std::string study_help(const study_def& d, const std::string& program = "
 struct run_request {
   bool help = false;
   bool quick = false;
+  bool quiet = false;  ///< --quiet: no progress on stderr
   std::string out;  ///< empty: no files
   unsigned threads = default_threads();
   std::uint64_t seed = 1;
@@ -145,16 +150,41 @@ inline std::uint64_t parse_seed(const std::string& v) {
   return s;
 }
 
+/// The value of a flag written --flag=VALUE: true/yes/1 or false/no/0 (any case);
+/// anything else is a usage error saying so.
+inline bool parse_flag_value(const std::string& flag, const std::string& value) {
+  std::string v;
+  for (char c : value) v += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  if (v == "true" || v == "yes" || v == "1") return true;
+  if (v == "false" || v == "no" || v == "0") return false;
+  throw usage_error(flag + " takes no value (or one of true, false, yes, no, 1, 0), got '" + value + "'");
+}
+
 /// Parses a study's arguments (everything after the study name) with CLI11.
-inline run_request parse_run_request(const study_def& def, const std::vector<std::string>& args) {
+inline run_request parse_run_request(const study_def& def, const std::vector<std::string>& raw_args) {
   run_request req;
+  // --quick=yes, --quiet=0, ...: CLI11 flags take no value, so these are resolved here
+  // (a true value becomes the bare flag, a false one is dropped).
+  std::vector<std::string> args;
+  for (const std::string& a : raw_args) {
+    bool handled = false;
+    for (const char* flag : {"--quick", "--quiet", "--help"}) {
+      const std::string f = flag;
+      if (a.size() > f.size() && a.compare(0, f.size() + 1, f + "=") == 0) {
+        if (parse_flag_value(f, a.substr(f.size() + 1))) args.push_back(f);
+        handled = true;
+      }
+    }
+    if (!handled) args.push_back(a);
+  }
   CLI::App app{def.summary, def.name};
   app.set_help_flag();  // help is ours (study_help), CLI11's would list no grid meaning
   app.allow_extras();
-  bool help = false, quick = false;
+  bool help = false, quick = false, quiet = false;
   std::string out, threads, seed, shard, kv_file, kv_layer_text, kv_head_text, kv_rope_text;
   app.add_flag("-h,--help", help);
   app.add_flag("--quick", quick);
+  app.add_flag("--quiet", quiet);
   CLI::Option* o_out = app.add_option("--out", out);
   CLI::Option* o_threads = app.add_option("--threads", threads);
   CLI::Option* o_seed = app.add_option("--seed", seed);
@@ -191,6 +221,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   }
   req.help = help;
   req.quick = quick;
+  req.quiet = quiet;
   if (o_out->count()) {
     if (out.empty()) throw usage_error("--out: empty directory name");
     req.out = out;
@@ -228,17 +259,82 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   return req;
 }
 
+/// The setup in a few lines for the terminal: its scalar entries (numbers, flags, short
+/// names) as key=value, wrapped; the whole setup (descriptions, lists) is in the JSON.
+inline std::string setup_summary(const json& setup, const std::string& json_path) {
+  std::vector<std::string> items;
+  std::size_t left_out = 0;
+  for (auto it = setup.begin(); it != setup.end(); ++it) {
+    const json& v = it.value();
+    if (v.is_number() || v.is_boolean() || (v.is_string() && v.get<std::string>().size() <= 24))
+      items.push_back(it.key() + "=" + (v.is_string() ? v.get<std::string>() : dump_json(v, -1)));
+    else
+      ++left_out;
+  }
+  std::string s, line = "setup:";
+  std::size_t lines = 0;
+  for (const auto& i : items) {
+    if (line.size() + 1 + i.size() > 100 && line != "setup:" && line != "      ") {
+      s += line + "\n";
+      line = "      ";
+      if (++lines == 3) break;
+    }
+    line += " " + i;
+  }
+  if (lines < 3 && line != "      " && line != "setup:") s += line + "\n";
+  if (left_out > 0 || lines == 3)
+    s += std::string(s.empty() ? "setup: " : "       ") + "(full setup: " +
+         (json_path.empty() ? std::string("in <study>.json, written with --out DIR") : json_path) + ")\n";
+  return s;
+}
+
+/// Why a rank correlation can read nan: Kendall tau-b and weighted tau are undefined
+/// when one ranking is all ties (kvq/metrics/rank.hpp, weighted_tau.hpp), which here is
+/// the emulated attention: the reference weights are distinct doubles, while a cache
+/// that flushes every key to the same code gives every token the same emulated weight.
+inline const char* nan_tau_note() {
+  return "\u03c4 (kendall_tau_b, weighted_tau; likewise spearman_rho) is undefined (nan) when the emulated "
+         "attention is flat (all weights tied, e.g. every key quantized to the same code); queries with "
+         "non-finite weights are counted in nonfinite_queries instead";
+}
+
+/// True if some rank-correlation column (kendall_tau_b, weighted_tau, spearman_rho) of a
+/// result table holds a nan.
+inline bool has_nan_tau(const result& r) {
+  for (const auto& t : r.tables)
+    for (std::size_t i = 0; i < t.columns.size(); ++i) {
+      const std::string& n = t.columns[i].name;
+      if (n != "kendall_tau_b" && n != "weighted_tau" && n != "spearman_rho") continue;
+      for (const auto& row : t.rows)
+        if (i < row.size() && row[i].k == cell::kind::real && std::isnan(row[i].d)) return true;
+    }
+  return false;
+}
+
 /// The end of a run: prints the setup, the terminal tables, the findings and the time,
 /// then writes the files to out_dir (none if empty).
 inline void print_and_write(const study_def& def, const config& cfg, const result& r, const run_info& info,
                             const std::string& out_dir) {
-  std::printf("setup: %s\n", dump_json(r.setup, -1).c_str());
-  for (const auto& t : r.tables)
-    if (t.terminal) print_table(t, stdout);
+  namespace fs = std::filesystem;
+  std::printf("%s", setup_summary(r.setup, out_dir.empty() ? "" : (fs::path(out_dir) / (def.name + ".json")).string())
+                        .c_str());
+  for (const auto& t : r.tables) {
+    if (!t.terminal) continue;
+    print_table(t, stdout);
+    std::size_t shown = 0;
+    for (const auto& c : t.columns) shown += c.brief ? 1 : 0;
+    if (shown < t.columns.size()) {
+      const std::string csv = def.name + (t.name.empty() ? "" : "_" + t.name) + ".csv";
+      std::printf("  (showing %zu of %zu columns; all in %s)\n", shown, t.columns.size(),
+                  out_dir.empty() ? (csv + ", written with --out DIR").c_str()
+                                  : (fs::path(out_dir) / csv).string().c_str());
+    }
+  }
   if (!r.findings.empty()) {
     std::printf("\nfindings:\n");
     for (const auto& f : r.findings) std::printf("  * %s\n", f.c_str());
   }
+  if (has_nan_tau(r)) std::printf("\nnote: %s\n", nan_tau_note());
   std::printf("\ntime: %.2f s\n", info.wall_seconds);
 
   if (!out_dir.empty()) {
@@ -295,7 +391,7 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
   std::printf("grid: %s\n", cfg.describe().c_str());
   std::fflush(stdout);
 
-  progress prog(def.name, progress::stderr_is_terminal());
+  progress prog(def.name, progress::mode_for_stderr(req.quiet));
   shard_state shard;
   shard.spec = req.shard;
   context ctx{cfg, req.threads, &prog, req.sharded ? &shard : nullptr, req.kv_given ? &kv : nullptr};
