@@ -4,7 +4,8 @@
 #  - the CSV header is exactly the stated column list COLUMNS ('|'-separated);
 #  - the JSON carries the configuration: library version, seed, grid, setup, timing,
 #    and the column list;
-#  - no temporary file is left behind.
+#  - no temporary file is left behind;
+#  - stderr (a pipe) holds only plain progress lines, and nothing with --quiet.
 #   cmake -DKVQ=<exe> -DSTUDY=<name> -DARGS=<'|'-list of grid options> -DCOLUMNS=<'|'-list>
 #         -DWORK=<scratch dir> -P cli_outputs.cmake
 cmake_minimum_required(VERSION 3.20)
@@ -19,8 +20,25 @@ foreach(t 1 2)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "kvq study ${STUDY} --threads ${t}: exit ${rc}\n${out}\n${err}")
   endif()
-  if(NOT err STREQUAL "")
-    message(FATAL_ERROR "kvq study ${STUDY}: wrote to stderr although stderr is not a terminal:\n${err}")
+  # stderr is a pipe here: progress comes as plain lines "[<study>]  40%  1.2 s" (no
+  # carriage return, no terminal escapes), and nothing else.
+  string(ASCII 27 esc)
+  if(err MATCHES "[\r${esc}]")
+    message(FATAL_ERROR "kvq study ${STUDY}: terminal control characters on a piped stderr:\n${err}")
+  endif()
+  string(REGEX REPLACE "\\[${STUDY}\\] +[0-9]+%  [0-9]+\\.[0-9] s\n" "" rest "${err}")
+  if(NOT rest STREQUAL "")
+    message(FATAL_ERROR "kvq study ${STUDY}: stderr holds more than progress lines:\n${err}")
+  endif()
+  if(NOT err MATCHES "\\[${STUDY}\\] +[0-9]+%  ")
+    message(FATAL_ERROR "kvq study ${STUDY}: no progress on a piped stderr")
+  endif()
+  if(t EQUAL 1)  # --quiet: no progress at all
+    execute_process(COMMAND ${KVQ} study ${STUDY} --quick ${args} --threads ${t} --quiet
+                    RESULT_VARIABLE qrc OUTPUT_QUIET ERROR_VARIABLE qerr)
+    if(NOT qrc EQUAL 0 OR NOT qerr STREQUAL "")
+      message(FATAL_ERROR "kvq study ${STUDY} --quiet: exit ${qrc}, stderr:\n${qerr}")
+    endif()
   endif()
   foreach(f "${STUDY}.csv" "${STUDY}.json")
     if(NOT EXISTS "${WORK}/t${t}/${f}")
