@@ -2,7 +2,7 @@
 # opening one for reading blocks until a writer appears, so a reader that opened it
 # would hang this test until its timeout) and /dev/zero (endless). Every reader of the
 # kvq command refuses each with exit status 2 and one line on stderr naming the path and
-# what it is; nothing is written. Empty paths ("") are refused as such.
+# what it is; nothing is written. Empty paths and a seed with a sign are refused too.
 #   cmake -DKVQ=<exe> -DWORK=<scratch dir> -P bad_files.cmake
 cmake_minimum_required(VERSION 3.20)
 
@@ -36,7 +36,7 @@ endfunction()
 
 set(ok_in "${WORK}/ex/input.npy")
 set(ok_codes "${WORK}/ex/codes.npy")
-foreach(bad "dir;is a directory" "fifo;is a FIFO" "/dev/zero;is a character device")
+foreach(bad "dir;is a directory" "fifo;is a FIFO \\(named pipe\\)" "/dev/zero;is a character device")
   list(GET bad 0 name)
   list(GET bad 1 what)
   if(name STREQUAL "/dev/zero")
@@ -52,10 +52,17 @@ foreach(bad "dir;is a directory" "fifo;is a FIFO" "/dev/zero;is a character devi
   expect_refused("${path} ${what}, not a regular file" mma --arch sm_90 --format bf16 --a "${path}" --b "${ok_in}")
 endforeach()
 expect_refused("merge: .*citations.shard-1-of-1.json is a directory, not a regular file" study merge "${WORK}/merge")
-# An empty path is a wrong value, not a missing option.
-expect_refused("--make-example: empty path" verify --make-example "")
-expect_refused("--input: empty path" verify --scheme e4m3 --input "" --codes "${ok_codes}")
-expect_refused("--codes: empty path" verify --scheme e4m3 --input "${ok_in}" --codes "")
+# An empty path is a wrong value, not a missing option (execute_process drops empty
+# arguments, so they are written --name=, which the verifier reads as an empty value).
+expect_refused("--make-example: empty path" verify --make-example=)
+expect_refused("--input: empty path" verify --scheme e4m3 --input= --codes "${ok_codes}")
+expect_refused("--codes: empty path" verify --scheme e4m3 --input "${ok_in}" --codes=)
+# A seed with a leading space and a sign (strtoull would read 2^64 - 1).
+expect_refused("--seed must be an integer in \\[0, 18446744073709551615\\], got ' -1'"
+               verify --make-example "${WORK}/seed" --seed " -1")
+if(EXISTS "${WORK}/seed")
+  set(failures "${failures}\n  kvq verify --make-example with a bad seed created its directory")
+endif()
 
 if(failures)
   message(FATAL_ERROR "inputs that are not regular files were not refused:${failures}")

@@ -83,7 +83,7 @@ TEST_CASE("npy_verify refuses inputs that are not regular files, before opening 
   struct bad_case {
     std::string path, what;
   };
-  std::vector<bad_case> cases = {{dir.string(), "is a directory"}, {fifo, "is a FIFO"}};
+  std::vector<bad_case> cases = {{dir.string(), "is a directory"}, {fifo, "is a FIFO (named pipe)"}};
   if (fs::exists("/dev/zero")) cases.push_back({"/dev/zero", "is a character device"});
   for (const auto& c : cases) {
     INFO(c.path);
