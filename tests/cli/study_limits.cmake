@@ -52,6 +52,7 @@ set(cases
   "citations|--schemes|bf16|--contexts|256|--seeds|1|--queries|8|--head-dim|6"
   "citations|--schemes|bf16|--contexts|256|--seeds|1|--queries|8|--head-dim|8"
   "citations|--schemes|bf16|--contexts|256|--seeds|1|--queries|8|--outlier|0|--head-dim|2"
+  "citations|--schemes|bf16|--contexts|256|--seeds|1|--queries|8|--outlier|0|--head-dim|4"
   # policy: sinks 0..1M, window 0..16M, contexts 64..4M, queries, topk, span, outlier, sink-delta, head-dim
   "${p}|--sinks|0" "${p}|--sinks|255" "${p}|--sinks|1048576"
   "${p}|--window|0" "${p}|--window|16777216"
@@ -64,6 +65,7 @@ set(cases
   "${p}|--head-dim|2" "${p}|--head-dim|4" "${p}|--head-dim|6" "${p}|--head-dim|8" "${p}|--head-dim|16" "${p}|--head-dim|4096"
   "policy|--uniform|bf16|--tiered|fp8_e4m3_cal|--contexts|256|--queries|4|--window|16|--head-dim|2"
   "policy|--uniform|bf16|--tiered|fp8_e4m3_cal|--contexts|256|--queries|4|--window|16|--head-dim|8"
+  "policy|--uniform|bf16|--tiered|fp8_e4m3_cal|--contexts|256|--queries|4|--window|16|--outlier|0|--head-dim|4"
   # rotation: magnitudes, contexts 2..4M, head-dim 2..4096 (powers of two), queries, outlier-channels
   "${r}|--magnitudes|0" "${r}|--magnitudes|1e30"
   "${r}|--contexts|2" "${r}|--contexts|5000"
