@@ -14,8 +14,9 @@
 namespace kb = kvq::block;
 
 namespace {
-// The huge sizes reach the API as run-time values: known at compile time, they let the
-// optimizer warn (-Warray-bounds) about the loops the checks never let them reach.
+// The huge sizes and the small buffers reach the API as run-time values: known at
+// compile time, they let the optimizer warn (-Warray-bounds) about the loops the checks
+// never let them reach.
 std::size_t opaque(std::size_t v) {
   volatile std::size_t x = v;
   return x;
@@ -23,8 +24,8 @@ std::size_t opaque(std::size_t v) {
 }  // namespace
 
 TEST_CASE("quantize_rows refuses rows x cols that wraps around", "[block][api][overflow]") {
-  std::vector<float> x(64, 1.0f);
-  std::vector<std::uint8_t> codes(32, 0xAB), scales(4, 0xCD);
+  std::vector<float> x(opaque(64), 1.0f);
+  std::vector<std::uint8_t> codes(opaque(32), 0xAB), scales(opaque(4), 0xCD);
   // (2^60 + 4) x 16 = 2^64 + 64: wrapped, it would quantize 64 elements without a word.
   const std::size_t rows = opaque((std::size_t{1} << 60) + 4);
   CHECK_THROWS_WITH(kb::quantize_rows(kb::nvfp4_te{}, x.data(), rows, 16, kb::tensor_value::computed(), codes.data(),
@@ -35,15 +36,15 @@ TEST_CASE("quantize_rows refuses rows x cols that wraps around", "[block][api][o
 }
 
 TEST_CASE("a length whose code bits overflow is refused, whatever the buffers claim", "[block][api][overflow]") {
-  std::vector<float> x(16, 1.0f);
-  std::vector<std::uint8_t> codes(8), scales(1);
+  std::vector<float> x(opaque(16), 1.0f);
+  std::vector<std::uint8_t> codes(opaque(8)), scales(opaque(1));
   const std::size_t huge = opaque(std::numeric_limits<std::size_t>::max() / 32 * 32);  // a multiple of 16 and 32
   const std::size_t all = opaque(std::numeric_limits<std::size_t>::max());
   // 4 bits x huge elements wraps; without the check the needed byte count would be small.
   CHECK_THROWS_WITH(kb::quantize(kb::nvfp4_te{}, x.data(), huge, kb::tensor_value::given(1.0f), codes.data(), all,
                                  scales.data(), all),
                     Catch::Contains("code bits of " + std::to_string(huge) + " elements"));
-  std::vector<float> out(16);
+  std::vector<float> out(opaque(16));
   CHECK_THROWS_WITH(kb::dequantize(kb::mxfp4_rceil{}, codes.data(), all, scales.data(), all, nullptr, 0, 1.0f,
                                    out.data(), huge),
                     Catch::Contains("overflows std::size_t"));
