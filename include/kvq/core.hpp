@@ -12,6 +12,7 @@
 #include <kvq/core/matrix.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/input_file.hpp>
+#include <kvq/core/parallel.hpp>
 
 /// \namespace kvq::math
 /// Deterministic elementary functions (exp, exp2, log, log2, sin, cos, ...) built only

@@ -11,6 +11,7 @@
 #include <kvq/format/decode.hpp>
 #include <kvq/format/value.hpp>
 #include <kvq/format/bulk.hpp>
+#include <kvq/format/parallel.hpp>
 #include <kvq/format/info.hpp>
 
 /// \namespace kvq::fmt

@@ -15,6 +15,15 @@
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
 
+// The F16C kernel (detail::f16c) is compiled in when the translation unit targets a CPU
+// with F16C and AVX2 (e.g. -march=native on x86-64 since 2013); KVQ_NO_F16C turns it
+// off. The portable loop (detail::encode_rne_loop_portable) is always available and
+// gives the same bits.
+#if defined(__F16C__) && defined(__AVX2__) && !defined(__CUDACC__) && !defined(KVQ_NO_F16C)
+#include <immintrin.h>
+#define KVQ_HAVE_F16C_ENCODE 1
+#endif
+
 namespace kvq {
 namespace detail {
 
@@ -75,10 +84,131 @@ KVQ_HD inline std::uint8_t encode_rne_float_fast(float x) noexcept {
   return static_cast<std::uint8_t>(code);
 }
 
+/// The portable float nearest_even loop: encode_rne_float_fast on every element.
+template <class F, overflow O>
+inline void encode_rne_loop_portable(const float* in, std::size_t n, std::uint8_t* out) noexcept {
+  for (std::size_t i = 0; i < n; ++i) out[i] = encode_rne_float_fast<F, O>(in[i]);
+}
+
+#if defined(KVQ_HAVE_F16C_ENCODE)
+namespace f16c {
+
+/// Whether the F16C kernel below is exact for F. It maps F's binades onto binary16's:
+/// x is first scaled by 2^(-14 - emin) (exact), so that F's subnormal binade is
+/// binary16's and F's biased exponent equals binary16's. That needs F's exponent span
+/// to fit binary16's normal range (emax - emin <= 29: true for every kvq format but
+/// e5m2fnuz) and two bits of binary16's mantissa below F's (round-to-odd, below).
+template <class F>
+inline constexpr bool covers = F::has_subnormals && F::mantissa_bits + 2 <= 10 && F::emax - F::emin <= 29;
+
+/// x * 2^k as a float constant (k in the normal exponent range).
+constexpr float pow2f(int k) noexcept {
+  float v = 1.0f;
+  for (; k > 0; --k) v *= 2.0f;
+  for (; k < 0; ++k) v *= 0.5f;
+  return v;
+}
+
+/// 8 floats -> 8 binary16 bit patterns rounded to odd: vcvtps2ph with round-toward-zero
+/// (Intel SDM, VCVTPS2PH, imm8 = 3: overflow truncates to the largest finite half, NaN
+/// stays NaN), then the last bit set when the conversion was inexact (the back-converted
+/// value differs from the input; vcvtph2ps is exact). Rounding to odd at 11 bits and
+/// then to nearest-even at M + 1 <= 9 bits equals one rounding to nearest-even
+/// (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
+/// using rounding to odd", IEEE TC 57(4), 2008, Theorem 3): no double-rounding ties.
+KVQ_FORCEINLINE __m128i to_half_odd(__m256 x, __m128i& inexact16) noexcept {
+  const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256i back = _mm256_castps_si256(_mm256_cvtph_ps(h));
+  const __m256i eq = _mm256_cmpeq_epi32(back, _mm256_castps_si256(x));
+  // 32-bit lane masks -> 16-bit lane masks, in order
+  inexact16 = _mm_packs_epi32(_mm256_castsi256_si128(eq), _mm256_extracti128_si256(eq, 1));
+  return h;
+}
+
+/// 16 floats -> 16 codes of F in the 16-bit lanes (the low byte of each).
+template <class F, overflow O>
+KVQ_FORCEINLINE __m256i codes16(const float* in) noexcept {
+  constexpr int M = F::mantissa_bits;
+  constexpr int drop = 10 - M;
+  constexpr int scale_exp = -14 - F::emin;
+  __m256 x0 = _mm256_loadu_ps(in), x1 = _mm256_loadu_ps(in + 8);
+  if constexpr (scale_exp != 0) {
+    // Exact but for float results below 2^-126, which convert to half 0 or 1 (sticky)
+    // either way and then round to zero, as their unscaled inputs do.
+    const __m256 s = _mm256_set1_ps(pow2f(scale_exp));
+    x0 = _mm256_mul_ps(x0, s);
+    x1 = _mm256_mul_ps(x1, s);
+  }
+  __m128i eq0, eq1;
+  const __m128i h0 = to_half_odd(x0, eq0), h1 = to_half_odd(x1, eq1);
+  const __m256i eq = _mm256_inserti128_si256(_mm256_castsi128_si256(eq0), eq1, 1);
+  const __m256i one = _mm256_set1_epi16(1);
+  const __m256i h = _mm256_or_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1),
+                                    _mm256_andnot_si256(eq, one));
+  const __m256i u = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
+  // The integer round-half-even of encode_rne_float_fast, on binary16 bits: F's
+  // subnormals are binary16's, so one expression covers every binade (u <= 0x7FFF:
+  // no 16-bit wrap).
+  const __m256i rounded = _mm256_add_epi16(
+      _mm256_add_epi16(u, _mm256_set1_epi16(static_cast<short>((1 << (drop - 1)) - 1))),
+      _mm256_and_si256(_mm256_srli_epi16(u, drop), one));
+  __m256i mag = _mm256_srli_epi16(rounded, drop);
+  constexpr int max_code = F::max_finite_code;
+  const __m256i over = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(static_cast<short>(max_code)));
+  constexpr int ovf = (O == overflow::satfinite || F::special == specials::none)
+                          ? max_code
+                          : (F::has_inf ? F::inf_code : (F::special == specials::fnuz ? 0x100 : F::nan_code));
+  mag = _mm256_blendv_epi8(mag, _mm256_set1_epi16(static_cast<short>(ovf)), over);
+  __m256i code = mag;
+  if constexpr (F::sign_mask != 0) {
+    constexpr int sign_shift = 15 - (F::exponent_bits + F::mantissa_bits);
+    code = _mm256_or_si256(code, _mm256_srli_epi16(_mm256_andnot_si256(_mm256_set1_epi16(0x7FFF), h), sign_shift));
+  }
+  if constexpr (F::special == specials::fnuz) {
+    code = _mm256_andnot_si256(_mm256_cmpeq_epi16(mag, _mm256_setzero_si256()), code);  // no -0
+    code = _mm256_blendv_epi8(code, _mm256_set1_epi16(static_cast<short>(F::nan_code)),
+                              _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x100)));
+  }
+  // NaN inputs stay NaN through the scaling and vcvtps2ph (a quiet half NaN)
+  constexpr int nan_out = F::special == specials::none ? F::max_finite_code : F::nan_code;
+  const __m256i nan = _mm256_cmpgt_epi16(u, _mm256_set1_epi16(0x7C00));
+  return _mm256_blendv_epi8(code, _mm256_set1_epi16(static_cast<short>(nan_out)), nan);
+}
+
+/// encode_rne_loop_portable<F, O>, 32 values per step; the tail goes the portable way.
+template <class F, overflow O>
+inline void encode_rne_loop(const float* in, std::size_t n, std::uint8_t* out) noexcept {
+  static_assert(covers<F>, "kvq: F16C encode kernel does not cover this format");
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i c0 = codes16<F, O>(in + i), c1 = codes16<F, O>(in + i + 16);
+    // codes < 256 in 16-bit lanes: packus is exact; it interleaves the 128-bit halves
+    const __m256i b = _mm256_permute4x64_epi64(_mm256_packus_epi16(c0, c1), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), b);
+  }
+  encode_rne_loop_portable<F, O>(in + i, n - i, out + i);
+}
+
+}  // namespace f16c
+#endif  // KVQ_HAVE_F16C_ENCODE
+
+/// The float nearest_even loop used by encode_n: the F16C kernel where compiled in and
+/// exact for F, else the portable loop (same bits: tests/format/test_bulk_fast.cpp).
+template <class F, overflow O>
+inline void encode_rne_loop(const float* in, std::size_t n, std::uint8_t* out) noexcept {
+#if defined(KVQ_HAVE_F16C_ENCODE)
+  if constexpr (f16c::covers<F>) {
+    f16c::encode_rne_loop<F, O>(in, n, out);
+    return;
+  }
+#endif
+  encode_rne_loop_portable<F, O>(in, n, out);
+}
+
 template <class F, rounding R, overflow O, class X>
 inline void encode_loop(const X* in, std::size_t n, std::uint8_t* out) noexcept {
   if constexpr (std::is_same<X, float>::value && R == rounding::nearest_even && F::has_subnormals) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = encode_rne_float_fast<F, O>(in[i]);
+    encode_rne_loop<F, O>(in, n, out);
   } else {
     for (std::size_t i = 0; i < n; ++i) out[i] = encode_fixed<F, R, O>(in[i]);
   }
