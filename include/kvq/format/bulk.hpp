@@ -109,20 +109,27 @@ constexpr float pow2f(int k) noexcept {
   return v;
 }
 
-/// 8 floats -> 8 binary16 bit patterns rounded to odd: vcvtps2ph with round-toward-zero
-/// (Intel SDM, VCVTPS2PH, imm8 = 3: overflow truncates to the largest finite half, NaN
-/// stays NaN), then the last bit set when the conversion was inexact (the back-converted
-/// value differs from the input; vcvtph2ps is exact). Rounding to odd at 11 bits and
-/// then to nearest-even at M + 1 <= 9 bits equals one rounding to nearest-even
-/// (Boldo & Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms
-/// using rounding to odd", IEEE TC 57(4), 2008, Theorem 3): no double-rounding ties.
-KVQ_FORCEINLINE __m128i to_half_odd(__m256 x, __m128i& inexact16) noexcept {
-  const __m128i h = _mm256_cvtps_ph(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256i back = _mm256_castps_si256(_mm256_cvtph_ps(h));
-  const __m256i eq = _mm256_cmpeq_epi32(back, _mm256_castps_si256(x));
-  // 32-bit lane masks -> 16-bit lane masks, in order
-  inexact16 = _mm_packs_epi32(_mm256_castsi256_si128(eq), _mm256_extracti128_si256(eq, 1));
-  return h;
+/// 16 floats -> 16 binary16 bit patterns rounded to odd, and their signs. Round to odd
+/// is round-toward-zero with the last bit set when the conversion was inexact. vcvtps2ph
+/// rounds up and down (Intel SDM, VCVTPS2PH, imm8 = 2 and 1: overflow goes to Inf on
+/// the outer side and to the largest finite half on the inner one; NaN stays NaN): the
+/// smaller magnitude of the two is the toward-zero result, and they differ exactly when
+/// the conversion was inexact. Rounding to odd at 11 bits and then to nearest-even at
+/// M + 1 <= 9 bits equals one rounding to nearest-even (Boldo & Melquiond, "Emulation of
+/// FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE TC
+/// 57(4), 2008, Theorem 3; in binary16's subnormal range both grids are fixed-point and
+/// binary16's is at least 4 times finer): no double-rounding ties.
+KVQ_FORCEINLINE void to_half_odd(__m256 x0, __m256 x1, __m256i& mag, __m256i& sign) noexcept {
+  constexpr int up = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
+  constexpr int down = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+  const __m256i hu = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvtps_ph(x0, up)), _mm256_cvtps_ph(x1, up), 1);
+  const __m256i hd =
+      _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvtps_ph(x0, down)), _mm256_cvtps_ph(x1, down), 1);
+  const __m256i abs_mask = _mm256_set1_epi16(0x7FFF);
+  const __m256i rz = _mm256_min_epu16(_mm256_and_si256(hu, abs_mask), _mm256_and_si256(hd, abs_mask));
+  const __m256i inexact = _mm256_andnot_si256(_mm256_cmpeq_epi16(hu, hd), _mm256_set1_epi16(1));
+  mag = _mm256_or_si256(rz, inexact);
+  sign = _mm256_andnot_si256(abs_mask, hd);  // rounding down keeps the sign of x, -0 included
 }
 
 /// 16 floats -> 16 codes of F in the 16-bit lanes (the low byte of each).
@@ -139,35 +146,30 @@ KVQ_FORCEINLINE __m256i codes16(const float* in) noexcept {
     x0 = _mm256_mul_ps(x0, s);
     x1 = _mm256_mul_ps(x1, s);
   }
-  __m128i eq0, eq1;
-  const __m128i h0 = to_half_odd(x0, eq0), h1 = to_half_odd(x1, eq1);
-  const __m256i eq = _mm256_inserti128_si256(_mm256_castsi128_si256(eq0), eq1, 1);
-  const __m256i one = _mm256_set1_epi16(1);
-  const __m256i h = _mm256_or_si256(_mm256_inserti128_si256(_mm256_castsi128_si256(h0), h1, 1),
-                                    _mm256_andnot_si256(eq, one));
-  const __m256i u = _mm256_and_si256(h, _mm256_set1_epi16(0x7FFF));
+  __m256i u, sign;
+  to_half_odd(x0, x1, u, sign);
   // The integer round-half-even of encode_rne_float_fast, on binary16 bits: F's
   // subnormals are binary16's, so one expression covers every binade (u <= 0x7FFF:
   // no 16-bit wrap).
-  const __m256i rounded = _mm256_add_epi16(
-      _mm256_add_epi16(u, _mm256_set1_epi16(static_cast<short>((1 << (drop - 1)) - 1))),
-      _mm256_and_si256(_mm256_srli_epi16(u, drop), one));
-  __m256i mag = _mm256_srli_epi16(rounded, drop);
+  const __m256i rounded =
+      _mm256_add_epi16(_mm256_add_epi16(u, _mm256_set1_epi16(static_cast<short>((1 << (drop - 1)) - 1))),
+                       _mm256_and_si256(_mm256_srli_epi16(u, drop), _mm256_set1_epi16(1)));
+  // Overflow (Inf included) by a min: the overflow code is the largest finite code, or
+  // the one just above it (e4m3/ue4m3 NaN 0x7F, e5m2 Inf 0x7C, e4m3fnuz NaN 0x80 once
+  // the sign is or-ed in).
   constexpr int max_code = F::max_finite_code;
-  const __m256i over = _mm256_cmpgt_epi16(mag, _mm256_set1_epi16(static_cast<short>(max_code)));
-  constexpr int ovf = (O == overflow::satfinite || F::special == specials::none)
-                          ? max_code
-                          : (F::has_inf ? F::inf_code : (F::special == specials::fnuz ? 0x100 : F::nan_code));
-  mag = _mm256_blendv_epi8(mag, _mm256_set1_epi16(static_cast<short>(ovf)), over);
+  constexpr int limit = (O == overflow::satfinite || F::special == specials::none) ? max_code : max_code + 1;
+  static_assert(O == overflow::satfinite || F::special == specials::none ||
+                    limit == (F::has_inf ? F::inf_code : (F::special == specials::fnuz ? F::sign_mask : F::nan_code)),
+                "kvq: F16C kernel overflow code is not the one above the maximum");
+  const __m256i mag = _mm256_min_epu16(_mm256_srli_epi16(rounded, drop), _mm256_set1_epi16(static_cast<short>(limit)));
   __m256i code = mag;
   if constexpr (F::sign_mask != 0) {
     constexpr int sign_shift = 15 - (F::exponent_bits + F::mantissa_bits);
-    code = _mm256_or_si256(code, _mm256_srli_epi16(_mm256_andnot_si256(_mm256_set1_epi16(0x7FFF), h), sign_shift));
+    code = _mm256_or_si256(code, _mm256_srli_epi16(sign, sign_shift));
   }
   if constexpr (F::special == specials::fnuz) {
     code = _mm256_andnot_si256(_mm256_cmpeq_epi16(mag, _mm256_setzero_si256()), code);  // no -0
-    code = _mm256_blendv_epi8(code, _mm256_set1_epi16(static_cast<short>(F::nan_code)),
-                              _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x100)));
   }
   // NaN inputs stay NaN through the scaling and vcvtps2ph (a quiet half NaN)
   constexpr int nan_out = F::special == specials::none ? F::max_finite_code : F::nan_code;
