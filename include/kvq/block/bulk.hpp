@@ -228,6 +228,44 @@ KVQ_FORCEINLINE void store_e2m1_16(const float* x, float s, std::uint8_t* out) n
   std::memcpy(out, &b, sizeof b);
 }
 
+#if defined(KVQ_HAVE_F16C_ENCODE)
+// Element stores with the format core's F16C kernel (kvq::detail::f16c, exact for e2m1
+// and the 8-bit MX element formats): fewer instructions than the threshold form.
+// detail::e2m1_rn(v) is kvq::encode<fmt::e2m1>(v) (nearest-even, satfinite), which is
+// what the kernel computes, and the product x * s is the same float multiply.
+
+/// store_e2m1_16(x, s0, out) then store_e2m1_16(x + 16, s1, out + 8).
+KVQ_FORCEINLINE void store_e2m1_32_f16c(const float* x, float s0, float s1, std::uint8_t* out) noexcept {
+  using kvq::detail::f16c::codes16;
+  const __m256 v0 = _mm256_set1_ps(s0), v1 = _mm256_set1_ps(s1);
+  const __m256i c0 = codes16<fmt::e2m1, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x), v0),
+                                                             _mm256_mul_ps(_mm256_loadu_ps(x + 8), v0));
+  const __m256i c1 = codes16<fmt::e2m1, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x + 16), v1),
+                                                             _mm256_mul_ps(_mm256_loadu_ps(x + 24), v1));
+  // 32-bit lane i holds codes 2i (low half) and 2i+1: byte i = c[2i] | c[2i+1] << 4
+  const __m256i low8 = _mm256_set1_epi32(0xFF);
+  const __m256i t0 = _mm256_and_si256(_mm256_or_si256(c0, _mm256_srli_epi32(c0, 12)), low8);
+  const __m256i t1 = _mm256_and_si256(_mm256_or_si256(c1, _mm256_srli_epi32(c1, 12)), low8);
+  // packs work per 128-bit half: dwords 0, 4 are t0's bytes 0-3, 4-7; dwords 1, 5 t1's
+  const __m256i w = _mm256_packus_epi32(t0, t1);
+  const __m256i b = _mm256_packus_epi16(w, w);
+  const __m256i r = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 0, 4, 1, 5));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(r));
+}
+
+/// out[i] = encode_rne_float_fast<F, satfinite>(x[i] * s) for i < 32.
+template <class F>
+KVQ_FORCEINLINE void store_codes32_f16c(const float* x, float s, std::uint8_t* out) noexcept {
+  using kvq::detail::f16c::codes16;
+  const __m256 v = _mm256_set1_ps(s);
+  const __m256i c0 = codes16<F, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x), v),
+                                                     _mm256_mul_ps(_mm256_loadu_ps(x + 8), v));
+  const __m256i c1 = codes16<F, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x + 16), v),
+                                                     _mm256_mul_ps(_mm256_loadu_ps(x + 24), v));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(_mm256_packus_epi16(c0, c1), 0xD8));
+}
+#endif  // KVQ_HAVE_F16C_ENCODE
+
 /// detail::e2m1_value of 8 codes (low 4 bits of each lane), as float bits.
 KVQ_FORCEINLINE void e2m1_bits(const vu& c, vu& bits) noexcept {
   const vu e = (c >> 1) & 3u, m = c & 1u;
@@ -379,7 +417,11 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore>(xc + 16 * j);
       for (j = 0; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
-      for (j = 0; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
+      j = 0;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, inv_of[sc[j]], inv_of[sc[j + 1]], codes + 8 * (b0 + j));
+#endif
+      for (; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
     }
   } else if constexpr (is_vllm_nvfp4<S>::value) {
     // S::candidate with denominator 6: SF = e4m3(gs * (vmax * rcp(6))), and the output
@@ -401,7 +443,11 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore_unless_all>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore_unless_all>(xc + 16 * j);
       for (j = 0; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(gs * (am[j] * r6));
-      for (j = 0; j < m; ++j) store_e2m1_16(xc + 16 * j, os_of[sc[j]], codes + 8 * (b0 + j));
+      j = 0;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, os_of[sc[j]], os_of[sc[j + 1]], codes + 8 * (b0 + j));
+#endif
+      for (; j < m; ++j) store_e2m1_16(xc + 16 * j, os_of[sc[j]], codes + 8 * (b0 + j));
     }
   } else {  // MX, nearest-even elements
     using F = typename S::element_format;
@@ -421,9 +467,19 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
         const std::size_t b = b0 + j;
         const float inv = inv_of[scales[b]];
         if constexpr (S::storage_bits == 4) {
+#if defined(KVQ_HAVE_F16C_ENCODE)
+          store_e2m1_32_f16c(xb, inv, inv, codes + 16 * b);
+#else
           store_e2m1_16(xb, inv, codes + 16 * b);
           store_e2m1_16(xb + 16, inv, codes + 16 * b + 8);
-        } else {
+#endif
+        }
+#if defined(KVQ_HAVE_F16C_ENCODE)
+        else if constexpr (kvq::detail::f16c::covers<F>) {
+          store_codes32_f16c<F>(xb, inv, codes + 32 * b);
+        }
+#endif
+        else {
           std::uint8_t* __restrict cb = codes + 32 * b;
           for (int i = 0; i < 32; ++i) cb[i] = kvq::detail::encode_rne_float_fast<F, overflow::satfinite>(xb[i] * inv);
         }

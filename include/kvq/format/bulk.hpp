@@ -136,13 +136,12 @@ KVQ_FORCEINLINE void to_half_odd(__m256 x0, __m256 x1, __m256i& mag, __m256i& si
   sign = _mm256_andnot_si256(abs_mask, hd);  // rounding down keeps the sign of x, -0 included
 }
 
-/// 16 floats -> 16 codes of F in the 16-bit lanes (the low byte of each).
+/// 16 floats (x0, then x1) -> 16 codes of F in the 16-bit lanes (the low byte of each).
 template <class F, overflow O>
-KVQ_FORCEINLINE __m256i codes16(const float* in) noexcept {
+KVQ_FORCEINLINE __m256i codes16(__m256 x0, __m256 x1) noexcept {
   constexpr int M = F::mantissa_bits;
   constexpr int drop = 10 - M;
   constexpr int scale_exp = -14 - F::emin;
-  __m256 x0 = _mm256_loadu_ps(in), x1 = _mm256_loadu_ps(in + 8);
   if constexpr (scale_exp != 0) {
     // Exact but for float results below 2^-126, which convert to half 0 or 1 (sticky)
     // either way and then round to zero, as their unscaled inputs do.
@@ -184,7 +183,8 @@ KVQ_FORCEINLINE __m256i codes16(const float* in) noexcept {
 /// 32 floats -> 32 codes of F.
 template <class F, overflow O>
 KVQ_FORCEINLINE __m256i codes32(const float* in) noexcept {
-  const __m256i c0 = codes16<F, O>(in), c1 = codes16<F, O>(in + 16);
+  const __m256i c0 = codes16<F, O>(_mm256_loadu_ps(in), _mm256_loadu_ps(in + 8));
+  const __m256i c1 = codes16<F, O>(_mm256_loadu_ps(in + 16), _mm256_loadu_ps(in + 24));
   // codes < 256 in 16-bit lanes: packus is exact; it interleaves the 128-bit halves
   return _mm256_permute4x64_epi64(_mm256_packus_epi16(c0, c1), 0xD8);
 }
