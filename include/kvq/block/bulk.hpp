@@ -387,6 +387,16 @@ struct has_dequantize
 // ------------------------------------------------------------------------ quantize
 constexpr std::size_t chunk = 64;  // blocks whose scales are computed before their elements
 
+/// Asks for the `bytes` bytes from p into the cache, one request per 64-byte line. The
+/// range may lie past the end of the array (a prefetch never faults; the addresses are
+/// formed as integers, as a pointer past the array would be undefined). Issued one
+/// chunk ahead, it hides most of the memory latency the hardware prefetcher leaves on
+/// large tensors (measured with bench/bench_block.cpp).
+KVQ_FORCEINLINE void prefetch_ahead(const float* p, std::size_t offset_bytes, std::size_t bytes) noexcept {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) + offset_bytes;
+  for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + o));
+}
+
 /// nb blocks of x into codes/scales, as nb calls of S::quantize_block<f32_input>.
 template <class S>
 inline void quantize_blocks(const S& s, const typename S::params& p, const float* x, std::size_t nb,
@@ -412,6 +422,7 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 16 * b0;
+      prefetch_ahead(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore>(xc + 16 * j, am + j);
@@ -438,6 +449,7 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 16 * b0;
+      prefetch_ahead(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore_unless_all>(xc + 16 * j, am + j);
@@ -460,6 +472,7 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 32 * b0;
+      prefetch_ahead(xc, 32 * sizeof(float) * chunk, 32 * sizeof(float) * chunk);  // the next chunk
       for (std::size_t j = 0; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);
       for (std::size_t j = 0; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
       for (std::size_t j = 0; j < m; ++j) {
