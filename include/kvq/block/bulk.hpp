@@ -160,21 +160,24 @@ KVQ_FORCEINLINE void reduce8(const vu* m, vu& out) noexcept {
   out = Max ? (lo > hi ? lo : hi) : (lo < hi ? lo : hi);
 }
 
-/// amax<2, Rule> of 8 consecutive 16-element blocks x[0..128) into am[0..8).
-template <amax_nan Rule>
-KVQ_FORCEINLINE void amax16_x8(const float* x, float* am) noexcept {
+/// amax<NV, Rule> of 8 consecutive 8*NV-element blocks x[0..64*NV) into am[0..8): the
+/// per-lane max/min of each block first, then one transposing reduction for all 8
+/// (max and min are exact, so the order cannot change the result).
+template <int NV, amax_nan Rule>
+KVQ_FORCEINLINE void amax_x8(const float* x, float* am) noexcept {
   vu mx[8], mn[8];
   for (int k = 0; k < 8; ++k) {
-    vu u0, u1;
-    load8(x + 16 * k, u0);
-    load8(x + 16 * k + 8, u1);
-    const vu a0 = u0 & abs_mask, a1 = u1 & abs_mask;
-    if (Rule == amax_nan::propagate) {
-      mx[k] = a0 > a1 ? a0 : a1;
-    } else {
-      const vu m0 = a0 & (vu)(a0 <= inf_bits), m1 = a1 & (vu)(a1 <= inf_bits);
-      mx[k] = m0 > m1 ? m0 : m1;
-      if (Rule == amax_nan::ignore_unless_all) mn[k] = a0 < a1 ? a0 : a1;
+    for (int v = 0; v < NV; ++v) {
+      vu u;
+      load8(x + 8 * NV * k + 8 * v, u);
+      const vu a = u & abs_mask;
+      if (Rule == amax_nan::propagate) {
+        mx[k] = v == 0 ? a : (a > mx[k] ? a : mx[k]);
+      } else {
+        const vu m = a & (vu)(a <= inf_bits);
+        mx[k] = v == 0 ? m : (m > mx[k] ? m : mx[k]);
+        if (Rule == amax_nan::ignore_unless_all) mn[k] = v == 0 ? a : (a < mn[k] ? a : mn[k]);
+      }
     }
   }
   vu r;
@@ -189,6 +192,12 @@ KVQ_FORCEINLINE void amax16_x8(const float* x, float* am) noexcept {
     r = (r & ~nan) | (nan & 0x7FC00000u);
   }
   std::memcpy(am, &r, sizeof r);
+}
+
+/// amax<2, Rule> of 8 consecutive 16-element blocks x[0..128) into am[0..8).
+template <amax_nan Rule>
+KVQ_FORCEINLINE void amax16_x8(const float* x, float* am) noexcept {
+  amax_x8<2, Rule>(x, am);
 }
 
 /// detail::e2m1_rn on 8 lanes: codes in the low 4 bits of each lane.
@@ -473,9 +482,11 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 32 * b0;
       prefetch_ahead(xc, 32 * sizeof(float) * chunk, 32 * sizeof(float) * chunk);  // the next chunk
-      for (std::size_t j = 0; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);
-      for (std::size_t j = 0; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
-      for (std::size_t j = 0; j < m; ++j) {
+      std::size_t j = 0;
+      for (; j + 8 <= m; j += 8) amax_x8<4, S::tensor_amax_rule>(xc + 32 * j, am + j);
+      for (; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);
+      for (j = 0; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
+      for (j = 0; j < m; ++j) {
         const float* xb = xc + 32 * j;
         const std::size_t b = b0 + j;
         const float inv = inv_of[scales[b]];
