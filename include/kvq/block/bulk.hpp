@@ -13,7 +13,10 @@
 //    scalar functions;
 //  - e2m1 elements are the threshold form of detail::e2m1_rn on 8 lanes at once, packed
 //    two per byte with shifts; 8-bit MX elements use the format core's branch-free
-//    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked);
+//    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked); when the
+//    translation unit targets F16C and AVX2, both use the format core's F16C kernel
+//    instead (kvq::detail::f16c, the same bits, fewer instructions);
+//  - the next chunk of blocks is prefetched, and block amaxes are taken 8 blocks at a time;
 //  - decoding rebuilds the element value from its bits (exact) and multiplies by the
 //    same block factor as the reference.
 // The 8-lane code uses GCC/Clang vector extensions (AVX2 registers with -march=native,
