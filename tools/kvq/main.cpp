@@ -21,23 +21,28 @@ namespace {
 
 using kvq::study::usage_error;
 
-const char* const kMainHelp =
-    "kvq " KVQ_VERSION_STRING
-    " — bit-exact emulation of low-precision KV-cache formats, and studies of what they do\n"
-    "\n"
-    "usage: kvq <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  study <name>   run a study (outliers, sinks, citations, policy, rotation); `kvq study --help`\n"
-    "  formats        the number formats kvq emulates, from the format traits\n"
-    "  memory         KV-cache bytes per token and the largest context/batch that fits, per scheme\n"
-    "  verify         compare dumped .npy tensors from a GPU kernel with the emulator, bit for bit\n"
-    "  mma            tensor-core inner products d = a.b + c as a given GPU computes them\n"
-    "\n"
-    "  kvq <command> --help   shows the options of a command\n"
-    "  kvq --version          prints the library version\n"
-    "\n"
-    "exit status: 0 ok, 2 bad input (one line on stderr), 1 other failure\n";
+// The top-level help; the study names come from the registry of studies, so the list
+// cannot miss one.
+std::string main_help() {
+  std::string names;
+  for (const auto& d : kvq::study::all_studies()) names += (names.empty() ? "" : ", ") + d.name;
+  return "kvq " KVQ_VERSION_STRING
+         " — bit-exact emulation of low-precision KV-cache formats, and studies of what they do\n"
+         "\n"
+         "usage: kvq <command> [options]\n"
+         "\n"
+         "commands:\n"
+         "  study <name>   run a study (" + names + "); `kvq study --help`\n"
+         "  formats        the number formats kvq emulates, from the format traits\n"
+         "  memory         KV-cache bytes per token and the largest context/batch that fits, per scheme\n"
+         "  verify         compare dumped .npy tensors from a GPU kernel with the emulator, bit for bit\n"
+         "  mma            tensor-core inner products d = a.b + c as a given GPU computes them\n"
+         "\n"
+         "  kvq <command> --help   shows the options of a command\n"
+         "  kvq --version          prints the library version\n"
+         "\n"
+         "exit status: 0 ok, 2 bad input (one line on stderr), 1 other failure\n";
+}
 
 bool is_help(const std::string& a) { return a == "--help" || a == "-h" || a == "help"; }
 
@@ -128,7 +133,7 @@ int main(int argc, char** argv) {
   for (const auto& a : args) command_line += " " + a;
   try {
     if (args.empty()) {
-      std::fputs(kMainHelp, stderr);
+      std::fputs(main_help().c_str(), stderr);
       return 2;
     }
     const std::string cmd = args[0];
@@ -142,7 +147,7 @@ int main(int argc, char** argv) {
         if (sub == "verify") return kvq::cli::cmd_verify({"--help"}, argv[0]);
         throw usage_error("help: unknown command '" + sub + "' (allowed: study, formats, memory, verify)");
       }
-      std::fputs(kMainHelp, stdout);
+      std::fputs(main_help().c_str(), stdout);
       return 0;
     }
     if (cmd == "--version" || cmd == "version") {
