@@ -1,7 +1,8 @@
-// kvq/study/params.hpp — grid parameters: declared by each study with a full and a
-// --quick default, overridable as `--NAME v1,v2,...`, checked (ranges, allowed names;
-// scheme names resolve in the scheme registry and are recorded canonical), and the
-// resolved grid of one run (config).
+/// \file
+/// kvq/study/params.hpp — grid parameters: declared by each study with a full and a
+/// --quick default, overridable as `--NAME v1,v2,...`, checked (ranges, allowed names;
+/// scheme names resolve in the scheme registry and are recorded canonical), and the
+/// resolved grid of one run (config).
 #pragma once
 
 #include <algorithm>
@@ -22,25 +23,35 @@
 namespace kvq::study {
 
 // ---------------------------------------------------------------------------
-// Grid parameters: declared by each study with a full and a --quick default, and
-// overridable on the command line as `--NAME v1,v2,...`.
+/// Kind of value a grid parameter takes: `int_list` (integers, parse_int: k/m suffixes
+/// allowed), `real_list` (finite doubles, parse_real), `name_list` (names from
+/// param::allowed or the scheme registry, no repeats) take a comma-separated list
+/// (`--NAME v1,v2,...`); `integer` and `real` take exactly one value.
 enum class param_kind { int_list, real_list, name_list, integer, real };
 
+/// A grid parameter as a study declares it: declared with a full and a --quick default,
+/// and overridable on the command line as `--NAME v1,v2,...` (checked by config::assign).
 struct param {
-  std::string name;                  // command-line spelling without "--"
-  param_kind kind;
-  std::string full_default;          // comma-separated
-  std::string quick_default;         // comma-separated (empty = same as full)
-  std::string help;
-  std::vector<std::string> allowed;  // name lists: the allowed names
-  double min_value = -1e300;         // numeric lists: smallest allowed value
-  double max_value = 1e300;
-  std::string what;                  // noun used in errors, e.g. "context length"; name lists
-                                     // of what "scheme" or "path" also accept every name and alias
-                                     // of the scheme registry and record the canonical name
+  std::string name;                  ///< command-line spelling without "--"
+  param_kind kind;                   ///< kind of value(s) it takes
+  std::string full_default;          ///< default value text, comma-separated
+  std::string quick_default;         ///< --quick default, comma-separated (empty = same as full)
+  std::string help;                  ///< one-line help text, also quoted in parse errors
+  std::vector<std::string> allowed;  ///< name lists: the allowed names
+  double min_value = -1e300;         ///< numeric kinds: smallest allowed value (inclusive)
+  double max_value = 1e300;          ///< numeric kinds: largest allowed value (inclusive)
+  /// Noun used in errors, e.g. "context length". Name lists of what "scheme" or "path"
+  /// also accept every name and alias of the scheme registry (kvq::kv::canonical_name)
+  /// and record the canonical name.
+  std::string what;
 };
 
-// Integers accept a k/m suffix (1k = 1024 tokens, as context lengths are written).
+/// Parses a decimal integer with an optional k/m (or K/M) suffix: 1k = 1024 and
+/// 1m = 1024*1024 (binary, as context lengths in tokens are written).
+/// \param s   the text, with no surrounding space
+/// \param out receives the value; left unchanged on failure
+/// \return false for empty text, trailing characters, or a value whose magnitude
+///         exceeds about 2^40 after the multiplier (nothing is thrown)
 inline bool parse_int(const std::string& s, long long& out) {
   if (s.empty()) return false;
   std::string body = s;
@@ -63,11 +74,16 @@ inline bool parse_int(const std::string& s, long long& out) {
   return true;
 }
 
-// A finite double. strtod sets ERANGE on overflow and also on any result in the
-// subnormal range (glibc does so even for exact ones), so ERANGE alone does not make a
-// text bad: a subnormal result such as 1e-320 is a valid number and is accepted (a grid
-// value that small acts as 0 wherever the study converts it to float, as any value below
-// float's range does); an overflow (inf) or a nonzero text that rounds to 0 is refused.
+/// Parses a finite double (std::strtod syntax, the whole text must be consumed).
+///
+/// strtod sets ERANGE on overflow and also on any result in the subnormal range (glibc
+/// does so even for exact ones), so ERANGE alone does not make a text bad: a subnormal
+/// result such as 1e-320 is a valid number and is accepted (a grid value that small acts
+/// as 0 wherever the study converts it to float, as any value below float's range
+/// does); an overflow (inf), "inf"/"nan", or a nonzero text that rounds to 0 is refused.
+/// \param s   the text
+/// \param out receives the value; left unchanged on failure
+/// \return whether the text was accepted (nothing is thrown)
 inline bool parse_real(const std::string& s, double& out) {
   if (s.empty()) return false;
   char* end = nullptr;
@@ -81,19 +97,31 @@ inline bool parse_real(const std::string& s, double& out) {
   return true;
 }
 
-// The resolved grid of one run.
+/// The resolved grid of one run: the value(s) of each parameter, in the order they
+/// were assigned, plus the run's seed and --quick flag.
+///
+/// The accessors take the parameter's name (param::name) and throw std::logic_error if
+/// no parameter of that name was assigned (a study asking for a parameter it did not
+/// declare is a bug, not a usage error). Asking with the wrong kind's accessor returns
+/// an empty list (or, for integer()/real(), throws std::out_of_range).
 class config {
  public:
+  /// Values of an int_list (or integer) parameter.
   const std::vector<long long>& ints(const std::string& n) const { return get(n).i; }
+  /// Values of a real_list (or real) parameter.
   const std::vector<double>& reals(const std::string& n) const { return get(n).r; }
+  /// Values of a name_list parameter (scheme names canonical).
   const std::vector<std::string>& names(const std::string& n) const { return get(n).s; }
+  /// Value of an integer parameter (the first of an int_list).
   long long integer(const std::string& n) const { return get(n).i.at(0); }
+  /// Value of a real parameter (the first of a real_list).
   double real(const std::string& n) const { return get(n).r.at(0); }
 
-  std::uint64_t seed = 0;
-  bool quick = false;
+  std::uint64_t seed = 0;  ///< the run's random seed
+  bool quick = false;      ///< whether the run uses the --quick defaults
 
-  // The grid as JSON, in declaration order.
+  /// The grid as a JSON object, one key per parameter in assignment order: lists as
+  /// arrays, integer/real kinds as a single number. Seed and quick are not included.
   json to_json() const {
     json j = json::object();
     for (const auto& e : entries_) {
@@ -108,14 +136,21 @@ class config {
     }
     return j;
   }
-  // "contexts=1k,4k magnitudes=..." — the grid in one line for terminal headers.
+  /// "contexts=1k,4k magnitudes=..." — the grid in one line for terminal headers
+  /// (each value as the text it was given, not re-formatted).
   std::string describe() const {
     std::vector<std::string> parts;
     for (const auto& e : entries_) parts.push_back(e.second.p.name + "=" + e.second.text);
     return join(parts, " ");
   }
 
-  // Parse one parameter value (already split from argv); throws usage_error.
+  /// Parses and checks one parameter's value text (already split from argv) and sets
+  /// it, replacing an earlier value of the same parameter.
+  /// \param p    the declared parameter
+  /// \param text comma-separated for list kinds, exactly one value otherwise
+  /// \throws usage_error for a wrong value count, an empty item, a text that does not
+  ///         parse, a number outside [p.min_value, p.max_value], an unknown name, or a
+  ///         name given twice; the message names the option and the bad item
   void assign(const param& p, const std::string& text) {
     entry e{p, text, {}, {}, {}};
     std::vector<std::string> items = split(text);
@@ -180,6 +215,9 @@ class config {
     entries_.emplace_back(p.name, e);
   }
 
+  /// The allowed range of a numeric parameter as text for error messages: "A to B",
+  /// ">= A", "<= B", or "any" (bounds at the ±1e300 defaults count as absent); integer
+  /// kinds print the bounds with no fraction, real kinds with %g.
   static std::string range_text(const param& p) {
     auto fmt = [&](double v) {
       char b[40];
