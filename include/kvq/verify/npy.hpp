@@ -1,30 +1,31 @@
-// kvq/verify/npy.hpp — reader and writer of NumPy .npy files: the one place kvq parses
-// untrusted files (kernel dumps handed in by users), so the reader is strict and
-// bounded.
-//
-// Supported: little-endian C-order arrays of
-//   '<f4' float32, '<f2' float16, '<u2' uint16 (the bits of bfloat16 — .npy has no
-//   bfloat16 type; the caller decides the meaning), '|u1' uint8 (also spelled '<u1'),
-// format versions 1.0, 2.0 and 3.0 (NumPy's "NEP 1" format description:
-// numpy/lib/format.py). The reader checks, and rejects with std::invalid_argument
-// naming the problem:
-//   - the magic string "\x93NUMPY" and the version;
-//   - the header length (at most max_header_bytes = 64 KiB, and within the file);
-//   - the header dictionary: exactly the keys 'descr', 'fortran_order', 'shape', each
-//     once, with a supported descr, fortran_order False, and a shape that is a tuple of
-//     at most max_dims non-negative decimal integers (Python literal syntax, e.g. (),
-//     (5,), (2, 3)); only printable ASCII and whitespace, no escapes;
-//   - the shape arithmetic (element count and byte count) without overflow;
-//   - the data length: exactly count * itemsize bytes after the header, nothing more.
-// Allocation is bounded by the input size (the data buffer is allocated only after
-// the length has been checked against the bytes actually present).
-//
-// The writer produces version 1.0 (2.0 if the header would not fit), the header
-// padded with spaces and a final '\n' to a multiple of 64 bytes as NumPy does, into a
-// temporary file in the same directory that is flushed, synced and then renamed over
-// the destination, so a reader never sees a half-written file.
-// Data are little-endian in the file and in memory: kvq assumes a little-endian host
-// (x86-64, AArch64); read() and write() refuse to run on a big-endian one.
+/// \file
+/// kvq/verify/npy.hpp — reader and writer of NumPy .npy files: the one place kvq parses
+/// untrusted files (kernel dumps handed in by users), so the reader is strict and
+/// bounded.
+///
+/// Supported: little-endian C-order arrays of
+///   '<f4' float32, '<f2' float16, '<u2' uint16 (the bits of bfloat16 — .npy has no
+///   bfloat16 type; the caller decides the meaning), '|u1' uint8 (also spelled '<u1'),
+/// format versions 1.0, 2.0 and 3.0 (NumPy's "NEP 1" format description:
+/// numpy/lib/format.py). The reader checks, and rejects with std::invalid_argument
+/// naming the problem:
+///   - the magic string "\x93NUMPY" and the version;
+///   - the header length (at most max_header_bytes = 64 KiB, and within the file);
+///   - the header dictionary: exactly the keys 'descr', 'fortran_order', 'shape', each
+///     once, with a supported descr, fortran_order False, and a shape that is a tuple of
+///     at most max_dims non-negative decimal integers (Python literal syntax, e.g. (),
+///     (5,), (2, 3)); only printable ASCII and whitespace, no escapes;
+///   - the shape arithmetic (element count and byte count) without overflow;
+///   - the data length: exactly count * itemsize bytes after the header, nothing more.
+/// Allocation is bounded by the input size (the data buffer is allocated only after
+/// the length has been checked against the bytes actually present).
+///
+/// The writer produces version 1.0 (2.0 if the header would not fit), the header
+/// padded with spaces and a final '\\n' to a multiple of 64 bytes as NumPy does, into a
+/// temporary file in the same directory that is flushed, synced and then renamed over
+/// the destination, so a reader never sees a half-written file.
+/// Data are little-endian in the file and in memory: kvq assumes a little-endian host
+/// (x86-64, AArch64); read() and write() refuse to run on a big-endian one.
 #pragma once
 
 #include <atomic>
@@ -43,50 +44,72 @@
 
 #include <kvq/verify/element.hpp>
 
+/// Strict, bounded reader and atomic writer of NumPy .npy files (kernel dumps).
+/// Errors are std::invalid_argument (format) or std::runtime_error (I/O), with messages
+/// starting "npy: ".
 namespace kvq::verify::npy {
 
+/// Element type of a supported array: `f32` ('<f4' float32), `f16` ('<f2' binary16),
+/// `u16` ('<u2' uint16, e.g. bfloat16 bits), `u8` ('|u1' uint8, e.g. packed codes).
 enum class dtype : unsigned char { f32, f16, u16, u8 };
 
+/// Largest header (the dictionary and its padding, after the length field) the reader
+/// accepts, in bytes.
 inline constexpr std::size_t max_header_bytes = 65536;
+/// Largest number of dimensions of a shape the reader and writer accept.
 inline constexpr std::size_t max_dims = 64;
 
+/// Bytes per element of `t` (4, 2, 2 or 1).
 constexpr std::size_t itemsize(dtype t) noexcept {
   return t == dtype::f32 ? 4 : (t == dtype::u8 ? 1 : 2);
 }
+/// The .npy 'descr' string of `t`: "<f4", "<f2", "<u2" or "|u1".
 constexpr const char* descr(dtype t) noexcept {
   return t == dtype::f32 ? "<f4" : t == dtype::f16 ? "<f2" : t == dtype::u16 ? "<u2" : "|u1";
 }
+/// NumPy's name of `t` for messages: "float32", "float16", "uint16" or "uint8".
 constexpr const char* name(dtype t) noexcept {
   return t == dtype::f32 ? "float32" : t == dtype::f16 ? "float16" : t == dtype::u16 ? "uint16" : "uint8";
 }
 
+/// An array as stored in a .npy file: element type, C-order shape and the raw
+/// little-endian element bytes.
 struct array {
-  dtype type = dtype::f32;
-  std::vector<std::size_t> shape;  // empty = a scalar (one element)
-  std::vector<std::uint8_t> data;  // count() * itemsize(type) bytes, little-endian
+  dtype type = dtype::f32;         ///< element type
+  std::vector<std::size_t> shape;  ///< C-order dimensions; empty = a scalar (one element)
+  std::vector<std::uint8_t> data;  ///< count() * itemsize(type) bytes, little-endian
 
+  /// Number of elements: the product of the shape (1 for a scalar).
   std::size_t count() const {
     std::size_t n = 1;
     for (std::size_t d : shape) n *= d;  // validated not to overflow when parsed/made
     return n;
   }
-  // Values as float: f32 as is, f16 converted exactly, u16 read as bfloat16 bits
-  // (exact). uint8 arrays throw (codes are not values).
+  /// Values as float: f32 as is, f16 converted exactly (fp16_to_float), u16 read as
+  /// bfloat16 bits (bf16_to_float, exact).
+  /// \throws std::invalid_argument for a uint8 array (codes are not values).
   std::vector<float> to_float() const;
-  // The raw elements (the type must match, else std::invalid_argument).
+  /// The raw elements of a uint8 array.
+  /// \throws std::invalid_argument if the type is not dtype::u8.
   std::vector<std::uint8_t> as_u8() const;
+  /// The raw 16-bit elements of a uint16 or float16 array (bits, not converted).
+  /// \throws std::invalid_argument if the type is neither dtype::u16 nor dtype::f16.
   std::vector<std::uint16_t> as_u16() const;
 };
 
+/// A shape in Python tuple syntax as NumPy writes it: "()", "(5,)", "(2, 3)".
 std::string shape_string(const std::vector<std::size_t>& shape);
 
-// Parsed header; data_offset = bytes before the data.
+/// A parsed .npy header.
 struct header {
+  /// Major format version: 1, 2 or 3 (2 and 3 have a 4-byte header length).
   int major = 1, minor = 0;
-  dtype type = dtype::f32;
-  std::vector<std::size_t> shape;
-  std::size_t data_offset = 0;
-  std::size_t data_bytes = 0;
+  /// \var minor
+  /// Minor format version (always 0).
+  dtype type = dtype::f32;          ///< element type (from 'descr')
+  std::vector<std::size_t> shape;   ///< C-order dimensions (from 'shape')
+  std::size_t data_offset = 0;      ///< bytes before the data (magic, version, length, header)
+  std::size_t data_bytes = 0;       ///< bytes of data the shape and type require
 };
 
 namespace detail {
@@ -269,8 +292,13 @@ inline std::string shape_string(const std::vector<std::size_t>& shape) {
   return s + ")";
 }
 
-// Parses the header of a .npy image. Needs the first data_offset bytes only; size is
-// what is available (the whole file for parse()).
+/// Parses and checks the header of a .npy image. Needs the first data_offset bytes
+/// only; `size` is what is available (the whole file for parse()).
+/// \param p    the image's first bytes
+/// \param size number of bytes readable at `p`
+/// \throws std::invalid_argument for a bad magic string or version, a header length
+///         over max_header_bytes or past `size`, a non-printable byte, a bad
+///         dictionary, or a shape whose element or byte count overflows
 inline header parse_header(const std::uint8_t* p, std::size_t size) {
   static const std::uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
   if (size < 8 || std::memcmp(p, magic, 6) != 0) detail::fail("not a .npy file (bad magic string)");
@@ -311,7 +339,9 @@ inline header parse_header(const std::uint8_t* p, std::size_t size) {
   return h;
 }
 
-// Parses a whole .npy image held in memory.
+/// Parses a whole .npy image held in memory (header checks as parse_header).
+/// \throws std::invalid_argument also if `p` is null with a nonzero `size`, or if the
+///         bytes after the header are not exactly header::data_bytes
 inline array parse(const std::uint8_t* p, std::size_t size) {
   if (p == nullptr && size != 0) detail::fail("null input");
   const header h = parse_header(p, size);
@@ -326,7 +356,10 @@ inline array parse(const std::uint8_t* p, std::size_t size) {
   return a;
 }
 
-// The .npy image of an array (version 1.0, or 2.0 if the header exceeds 65535 bytes).
+/// The .npy image of an array (version 1.0, or 2.0 if the header exceeds 65535 bytes),
+/// the header padded with spaces and '\\n' so the data start at a multiple of 64 bytes.
+/// \throws std::invalid_argument if a.data does not hold exactly count() * itemsize
+///         bytes, the byte count overflows, or the shape has more than max_dims dimensions
 inline std::vector<std::uint8_t> serialize(const array& a) {
   const std::size_t bytes = detail::checked_bytes(a.shape, a.type);
   if (a.data.size() != bytes)
@@ -353,8 +386,10 @@ inline std::vector<std::uint8_t> serialize(const array& a) {
   return out;
 }
 
-// Reads a .npy file. Format problems: std::invalid_argument naming the file and the
-// problem; I/O failures: std::runtime_error.
+/// Reads a .npy file. The header is read first (bounded by max_header_bytes) and the
+/// data buffer allocated only once its length matches the file size.
+/// \throws std::invalid_argument for format problems, naming the problem and the file
+/// \throws std::runtime_error for I/O failures and on a big-endian host
 inline array read(const std::string& path) {
   if (!detail::host_is_little_endian()) throw std::runtime_error("npy: big-endian hosts are not supported");
   std::FILE* f = std::fopen(path.c_str(), "rb");
@@ -407,7 +442,12 @@ inline array read(const std::string& path) {
   }
 }
 
-// Writes a .npy file atomically (temporary file in the same directory, synced, renamed).
+/// Writes a .npy file atomically: serialize() into a temporary file in the same
+/// directory, flushed, synced and renamed over `path`; on failure the temporary file
+/// is removed.
+/// \throws std::invalid_argument as serialize()
+/// \throws std::runtime_error if the file cannot be created, written or renamed, and
+///         on a big-endian host
 inline void write(const std::string& path, const array& a) {
   if (!detail::host_is_little_endian()) throw std::runtime_error("npy: big-endian hosts are not supported");
   const std::vector<std::uint8_t> img = serialize(a);
@@ -455,13 +495,20 @@ array make(dtype t, std::vector<std::size_t> shape, const T* v, std::size_t n) {
 }
 }  // namespace detail
 
+/// A float32 array of the given shape holding `v`.
+/// \throws std::invalid_argument if v.size() differs from the shape's element count.
 inline array from_floats(std::vector<std::size_t> shape, const std::vector<float>& v) {
   return detail::make(dtype::f32, std::move(shape), v.data(), v.size());
 }
+/// A uint8 array of the given shape holding `v` (e.g. packed codes).
+/// \throws std::invalid_argument if v.size() differs from the shape's element count.
 inline array from_u8(std::vector<std::size_t> shape, const std::vector<std::uint8_t>& v) {
   return detail::make(dtype::u8, std::move(shape), v.data(), v.size());
 }
-// uint16 elements: dtype::u16 (e.g. bfloat16 bits) or dtype::f16 (binary16 bits).
+/// An array of 16-bit elements: dtype::u16 (e.g. bfloat16 bits) or dtype::f16
+/// (binary16 bits).
+/// \throws std::invalid_argument if `t` is another type or v.size() differs from the
+///         shape's element count.
 inline array from_u16(std::vector<std::size_t> shape, const std::vector<std::uint16_t>& v, dtype t = dtype::u16) {
   if (t != dtype::u16 && t != dtype::f16) detail::fail("from_u16: dtype must be uint16 or float16");
   return detail::make(t, std::move(shape), v.data(), v.size());
