@@ -1,15 +1,16 @@
-// kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
-// standalone study program take it (parsed with CLI11):
-//
-//   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
-//   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]
-//
-// With --shard I/N the run computes only shard I of the study's main phase and writes
-// its partial result DIR/<study>.shard-I-of-N.json instead of the tables (shard.hpp,
-// merge.hpp).
-//
-// Bad input raises usage_error (one line naming the problem and the allowed values)
-// before anything is created or written; the caller prints it and exits with status 2.
+/// \file
+/// kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
+/// standalone study program take it (parsed with CLI11):
+///
+///   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
+///   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]
+///
+/// With --shard I/N the run computes only shard I of the study's main phase and writes
+/// its partial result `DIR/<study>.shard-I-of-N.json` instead of the tables (shard.hpp,
+/// merge.hpp).
+///
+/// Bad input raises usage_error (one line naming the problem and the allowed values)
+/// before anything is created or written; the caller prints it and exits with status 2.
 #pragma once
 
 #include <chrono>
@@ -38,6 +39,8 @@
 
 namespace kvq::study {
 
+/// What a parameter of kind `k` takes, as the help text names it ("integers",
+/// "numbers", "names", "integer", "number").
 inline const char* param_kind_text(param_kind k) {
   switch (k) {
     case param_kind::int_list: return "integers";
@@ -109,14 +112,14 @@ inline std::string study_help(const study_def& d, const std::string& program = "
 
 /// The parsed command line of one run.
 struct run_request {
-  bool help = false;
-  bool quick = false;
+  bool help = false;   ///< -h/--help: print study_help() instead of running
+  bool quick = false;  ///< --quick: the grid's --quick defaults
   bool quiet = false;  ///< --quiet: no progress on stderr
   std::string out;  ///< empty: no files
-  unsigned threads = default_threads();
-  std::uint64_t seed = 1;
+  unsigned threads = default_threads();  ///< --threads (1 to 4096; default: all hardware threads)
+  std::uint64_t seed = 1;                ///< --seed (default 1)
   bool sharded = false;  ///< --shard given
-  shard_spec shard;
+  shard_spec shard;      ///< --shard I/N (1 of 1 unless sharded)
   std::vector<std::pair<std::string, std::string>> overrides;  ///< grid options, in order
   bool kv_given = false;  ///< --kv FILE
   kv_request kv;          ///< its layer, head and RoPE choice
@@ -129,6 +132,8 @@ inline std::size_t parse_kv_index(const std::string& opt, const std::string& v) 
   return static_cast<std::size_t>(std::stoll(v));
 }
 
+/// --threads: a thread count from 1 to 4096 (parse_int syntax, so 1k = 1024 is accepted).
+/// \throws usage_error naming the value and the allowed range otherwise.
 inline unsigned parse_threads(const std::string& v) {
   long long t = 0;
   if (!parse_int(v, t) || t < 1 || t > 4096)
