@@ -25,11 +25,16 @@ namespace kvq::study {
 /// Progress on stderr. On a terminal: one line redrawn in place (every 200 ms). Into a
 /// pipe or a log: a plain line ("[study]  40%  12.3 s") at every tenth of the work and at
 /// least every 30 s, never a carriage return, so logs stay readable and a long run shows
-/// that it is alive. Off with --quiet.
+/// that it is alive. Off with --quiet. Enumerators: `off` (prints nothing),
+/// `terminal` (one line redrawn in place), `lines` (plain lines).
 enum class progress_mode { off, terminal, lines };
 
+/// The progress display of one run (see progress_mode). advance() may be called from
+/// any worker thread; plan() and set_total() set the total work, in the caller's units.
+/// It writes only to stderr and never affects a study's results.
 class progress {
  public:
+  /// A display labelled `label` ("[label] ...") in the given mode; the clock starts now.
   progress(std::string label, progress_mode mode) : label_(std::move(label)), mode_(mode) {
     t0_ = std::chrono::steady_clock::now();
     last_ = t0_;
@@ -37,6 +42,7 @@ class progress {
   /// The old spelling: enabled = redraw on a terminal, otherwise silent.
   progress(std::string label, bool enabled)
       : progress(std::move(label), enabled ? progress_mode::terminal : progress_mode::off) {}
+  /// Whether stderr (file descriptor 2) is a terminal.
   static bool stderr_is_terminal() { return KVQ_STUDY_ISATTY(2) != 0; }
   /// The mode for a run: off when quiet, else in place on a terminal, else plain lines.
   static progress_mode mode_for_stderr(bool quiet) {
@@ -91,6 +97,7 @@ class progress {
       std::fflush(stderr);
     }
   }
+  /// The display mode.
   progress_mode mode() const { return mode_; }
 
  private:
