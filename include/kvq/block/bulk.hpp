@@ -1,28 +1,29 @@
-// kvq/block/bulk.hpp — host fast paths of the checked quantize/dequantize for the
-// recipes whose throughput matters most: NVFP4 (TransformerEngine, vLLM store) and MX
-// with round-to-nearest-even elements (floor and round-up rules), fp32 input.
-//
-// Every fast path computes the same operations, in the same order and precision, as the
-// recipe's quantize_block / dequantize_block (the reference, which the device code and
-// every other input kind keep using); only the shape changes:
-//  - the block amax is an integer max over the |x| bit patterns (for non-negative,
-//    non-NaN floats the integer order is the float order), with the recipe's NaN rule
-//    applied by masks: fmaxf-style (NaN never wins), __hmax2-style (NaN only if all
-//    are NaN) or torch.amax-style (any NaN -> NaN);
-//  - the per-block scale and inverse are computed once per block with the recipe's own
-//    scalar functions;
-//  - e2m1 elements are the threshold form of detail::e2m1_rn on 8 lanes at once, packed
-//    two per byte with shifts; 8-bit MX elements use the format core's branch-free
-//    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked); when the
-//    translation unit targets F16C and AVX2, both use the format core's F16C kernel
-//    instead (kvq::detail::f16c, the same bits, fewer instructions);
-//  - the next chunk of blocks is prefetched, and block amaxes are taken 8 blocks at a time;
-//  - decoding rebuilds the element value from its bits (exact) and multiplies by the
-//    same block factor as the reference.
-// The 8-lane code uses GCC/Clang vector extensions (AVX2 registers with -march=native,
-// two SSE halves otherwise); other compilers, nvcc translation units and
-// KVQ_BLOCK_NO_SIMD use the reference loop. tests/block/test_block_bulk.cpp checks the
-// fast paths against the reference on random tensors with specials for every recipe.
+/// \file
+/// kvq/block/bulk.hpp — host fast paths of the checked quantize/dequantize for the
+/// recipes whose throughput matters most: NVFP4 (TransformerEngine, vLLM store) and MX
+/// with round-to-nearest-even elements (floor and round-up rules), fp32 input.
+///
+/// Every fast path computes the same operations, in the same order and precision, as the
+/// recipe's quantize_block / dequantize_block (the reference, which the device code and
+/// every other input kind keep using); only the shape changes:
+///  - the block amax is an integer max over the |x| bit patterns (for non-negative,
+///    non-NaN floats the integer order is the float order), with the recipe's NaN rule
+///    applied by masks: fmaxf-style (NaN never wins), __hmax2-style (NaN only if all
+///    are NaN) or torch.amax-style (any NaN -> NaN);
+///  - the per-block scale and inverse are computed once per block with the recipe's own
+///    scalar functions;
+///  - e2m1 elements are the threshold form of detail::e2m1_rn on 8 lanes at once, packed
+///    two per byte with shifts; 8-bit MX elements use the format core's branch-free
+///    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked); when the
+///    translation unit targets F16C and AVX2, both use the format core's F16C kernel
+///    instead (kvq::detail::f16c, the same bits, fewer instructions);
+///  - the next chunk of blocks is prefetched, and block amaxes are taken 8 blocks at a time;
+///  - decoding rebuilds the element value from its bits (exact) and multiplies by the
+///    same block factor as the reference.
+/// The 8-lane code uses GCC/Clang vector extensions (AVX2 registers with -march=native,
+/// two SSE halves otherwise); other compilers, nvcc translation units and
+/// KVQ_BLOCK_NO_SIMD use the reference loop. tests/block/test_block_bulk.cpp checks the
+/// fast paths against the reference on random tensors with specials for every recipe.
 #pragma once
 
 #include <cstddef>
@@ -371,7 +372,7 @@ template <class S>
 struct mx_fast_quantize<S, std::enable_if_t<mx_fast_format<S>::value>>
     : std::bool_constant<S::element_rounding == rounding::nearest_even> {};
 
-/// Whether quantize<S, In> / dequantize<S> have a fast path here.
+/// Whether `quantize<S, In>` / `dequantize<S>` have a fast path here.
 template <class S, class In>
 struct has_quantize
     : std::bool_constant<
