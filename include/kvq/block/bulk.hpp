@@ -344,11 +344,13 @@ KVQ_FORCEINLINE void decode_bits(const vu& code, vu& bits) noexcept {
 #endif  // KVQ_BLOCK_SIMD
 
 // ------------------------------------------------------------------------ recipe matching
+/// Whether S is the vLLM NVFP4 store recipe (nvfp4_vllm, any instruction model).
 template <class S, class = void>
 struct is_vllm_nvfp4 : std::false_type {};
 template <class S>
 struct is_vllm_nvfp4<S, std::void_t<typename S::instruction_model>>
     : std::bool_constant<std::is_same<S, nvfp4_vllm<typename S::instruction_model>>::value> {};
+/// Whether S is nvfp4_vllm or nvfp4_vllm_4over6 (any instruction model).
 template <class S, class = void>
 struct is_vllm_nvfp4_any : std::false_type {};
 template <class S>
@@ -356,16 +358,20 @@ struct is_vllm_nvfp4_any<S, std::void_t<typename S::instruction_model>>
     : std::bool_constant<std::is_same<S, nvfp4_vllm<typename S::instruction_model>>::value ||
                          std::is_same<S, nvfp4_vllm_4over6<typename S::instruction_model>>::value> {};
 
+/// Whether S is an MX recipe (derives from its S::mx_base).
 template <class S, class = void>
 struct is_mx : std::false_type {};
 template <class S>
 struct is_mx<S, std::void_t<typename S::mx_base>> : std::is_base_of<typename S::mx_base, S> {};
 
+/// Whether S is an MX recipe whose element format the fast paths handle: one with
+/// subnormals and without the fnuz special encoding.
 template <class S, class = void>
 struct mx_fast_format : std::false_type {};
 template <class S>
 struct mx_fast_format<S, std::enable_if_t<is_mx<S>::value>>
     : std::bool_constant<S::element_format::has_subnormals && S::element_format::special != specials::fnuz> {};
+/// Whether S is an mx_fast_format recipe whose elements round to nearest even.
 template <class S, class = void>
 struct mx_fast_quantize : std::false_type {};
 template <class S>
@@ -385,6 +391,7 @@ struct has_quantize
 #endif
           > {
 };
+/// Whether `dequantize<S>` has a fast path here.
 template <class S>
 struct has_dequantize
     : std::bool_constant<
@@ -398,7 +405,7 @@ struct has_dequantize
 
 #if defined(KVQ_BLOCK_SIMD)
 // ------------------------------------------------------------------------ quantize
-constexpr std::size_t chunk = 64;  // blocks whose scales are computed before their elements
+constexpr std::size_t chunk = 64;  ///< blocks whose scales are computed before their elements
 
 /// Asks for the `bytes` bytes from p into the cache, one request per 64-byte line. The
 /// range may lie past the end of the array (a prefetch never faults; the addresses are
@@ -517,6 +524,7 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
 }
 
 // ------------------------------------------------------------------------ dequantize
+/// nb blocks of codes/scales into out, as nb calls of S::dequantize_block.
 template <class S>
 inline void dequantize_blocks(const S& s, const typename S::params& p, const std::uint8_t* codes,
                               const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
