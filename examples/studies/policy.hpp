@@ -22,6 +22,7 @@
 
 #include "citations.hpp"
 #include <kvq/study.hpp>
+#include "citation_scenario.hpp"
 #include "lab.hpp"
 #include "stats.hpp"
 
@@ -174,39 +175,8 @@ inline study_def definition() {
       run_tasks(NC, cost, ctx.threads, ctx.prog, [&](std::size_t ci) {
         const std::size_t n = static_cast<std::size_t>(ctxs[ci]);
         const std::uint64_t seed = cfg.seed * 1000003ull;
-        kvq::inject::scenario_config s;
-        s.shape.tokens = n;
-        s.shape.queries = nq;
-        s.shape.head_dim = hd;
-        s.shape.seed = seed;
-        kvq::inject::channel_outlier_config oc;
-        oc.random_count = 4;
-        oc.seed = seed;
-        oc.gain = 1.0f;
-        for (int i = 0; i < 4; ++i)
-          oc.offsets.push_back(static_cast<float>(i % 2 ? -cfg.real("outlier") : cfg.real("outlier")));
-        if (cfg.real("outlier") > 0) s.outliers = oc;
-        kvq::inject::massive_activation_config mc;
-        mc.tokens = {0};
-        mc.factor = 100.0;
-        mc.seed = seed;
-        s.massive = mc;
-        kvq::inject::sink_config sk;
-        sk.count = 1;
-        sk.delta = cfg.real("sink-delta");
-        sk.seed = seed;
-        s.sinks = sk;
-        const kvq::inject::counter_rng rng{seed, kvq::inject::make_stream(kvq::inject::stream_kind::user, 1,
-                                                                          static_cast<std::uint32_t>(n >> 6))};
-        const std::size_t slot = (n - 1) / nq;
-        for (std::size_t q = 0; q < nq; ++q) {
-          kvq::inject::scenario_needle nd;
-          nd.row = q;
-          nd.length = span;
-          nd.position = 1 + q * slot + rng.uniform_below(2 * q, static_cast<std::uint32_t>(slot - span + 1));
-          nd.margin = -0.5 + 2.0 * rng.uniform_double(2 * q + 1);
-          s.needles.push_back(nd);
-        }
+        const kvq::inject::scenario_config s =
+            lab::citation_scenario(n, nq, hd, seed, cfg.real("outlier"), cfg.real("sink-delta"), span);
         kvq::inject::scenario built = kvq::inject::build_scenario(s);
         scen& x = sc[ci];
         x.K = std::move(built.data.k[0]);
