@@ -32,6 +32,7 @@
 
 #include <kvq/core/math.hpp>
 #include <kvq/core/reduce.hpp>
+#include <kvq/attention/weights_batch.hpp>
 #include <kvq/inject/scenario.hpp>
 #include <kvq/metrics/order.hpp>
 
@@ -49,18 +50,19 @@ using kvq::matrix_f;
 inline constexpr double threshold = 0.002;
 inline constexpr long long beyond = 32768;
 
-// Softmax weights of one query, as kvq::attention::reference_query computes them (the
-// The weights of one query: the attention kernels' own (kvq/attention/kernels.hpp), in
-// double on the original keys and in fp32 on the dequantized ones.
+// The weights of the queries: the attention kernels' own bits (reference_weights and
+// storage_weights of kvq/attention/kernels.hpp, batched by kvq/attention/weights_batch.hpp),
+// in double on the original keys and in fp32 on the dequantized ones.
 inline kvq::attention::rows_view<float> rows_of(const matrix_f& K) {
   return {K.data(), static_cast<std::size_t>(K.rows()), static_cast<std::size_t>(K.cols()),
           static_cast<std::size_t>(K.cols())};
 }
-inline void weights_reference(const float* q, const matrix_f& K, double* p) {
-  kvq::attention::reference_weights(q, rows_of(K), p);
+// b consecutive query rows (p: b * n doubles; s: b * n floats).
+inline void weights_reference_batch(const float* q, std::size_t b, const matrix_f& K, double* p) {
+  kvq::attention::reference_weights_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), p);
 }
-inline void weights_fp32(const float* q, const matrix_f& K, float scale, float* s, double* p) {
-  kvq::attention::storage_weights(q, rows_of(K), scale, s, p);
+inline void weights_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale, float* s, double* p) {
+  kvq::attention::storage_weights_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), scale, s, p);
 }
 
 // Best (smallest) 1-based attention rank over the span's tokens (kvq::metrics order:
@@ -239,24 +241,34 @@ inline study_def definition() {
       const matrix_f& K = built.data.k[0];
       const matrix_f& Q = built.data.q[0];
 
-      std::vector<double> pref(n), pe(n);
-      std::vector<std::size_t> ref_rank(nq);
+      // Queries in batches that share each pass over the keys (the weights are the
+      // per-query kernels' bits, kvq/attention/weights_batch.hpp).
+      const std::size_t B = std::min<std::size_t>(nq, 16);
+      std::vector<double> p(B * n);
+      std::vector<float> s(B * n);
+      std::vector<std::size_t> ref_rank(nq), emu_rank(nq);
       std::vector<std::vector<std::size_t>> spans(nq);
-      for (std::size_t q = 0; q < nq; ++q) {
-        spans[q] = built.needle_tokens(0, q);
-        weights_reference(&Q(static_cast<Eigen::Index>(q), 0), K, pref.data());
-        ref_rank[q] = span_rank(pref.data(), n, spans[q]);
+      for (std::size_t q0 = 0; q0 < nq; q0 += B) {
+        const std::size_t b = std::min(B, nq - q0);
+        weights_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, p.data());
+        for (std::size_t q = q0; q < q0 + b; ++q) {
+          spans[q] = built.needle_tokens(0, q);
+          ref_rank[q] = span_rank(p.data() + (q - q0) * n, n, spans[q]);
+        }
       }
       const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
-      std::vector<float> s(n);
       matrix_f Kh(K.rows(), K.cols());
       for (std::size_t si = 0; si < NS; ++si) {
         const scheme_spec& sch = find_scheme(schemes[si]);
         sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
         counts& c = res[ti][si];
+        for (std::size_t q0 = 0; q0 < nq; q0 += B) {
+          const std::size_t b = std::min(B, nq - q0);
+          weights_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, s.data(), p.data());
+          for (std::size_t q = q0; q < q0 + b; ++q) emu_rank[q] = span_rank(p.data() + (q - q0) * n, n, spans[q]);
+        }
         for (std::size_t q = 0; q < nq; ++q) {
-          weights_fp32(&Q(static_cast<Eigen::Index>(q), 0), Kh, scale, s.data(), pe.data());
-          const std::size_t er = span_rank(pe.data(), n, spans[q]);
+          const std::size_t er = emu_rank[q];
           ++c.queries;
           if (ref_rank[q] <= k) {
             ++c.in_topk;

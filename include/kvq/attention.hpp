@@ -9,6 +9,7 @@
 #include <kvq/core/float16.hpp>
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
+#include <kvq/attention/weights_batch.hpp>
 #include <kvq/attention/fa3_tiles.hpp>
 #include <kvq/attention/block_descale.hpp>
 #include <kvq/attention/codec.hpp>

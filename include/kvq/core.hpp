@@ -9,6 +9,8 @@
 #include <kvq/core/float16.hpp>
 #include <kvq/core/math.hpp>
 #include <kvq/core/reduce.hpp>
+#include <kvq/core/dot_block.hpp>
+#include <kvq/core/math_array.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/input_file.hpp>

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <kvq/attention.hpp>
+#include <kvq/core/math_array.hpp>
 #include <kvq/inject.hpp>
 
 namespace {
@@ -123,6 +124,25 @@ int main() {
   const matrix_f& K = s.data.k[0];
   const matrix_f& V = s.data.v[0];
   const matrix_f& Q = s.data.q[1];
+  {
+    // The batched weights (kvq/attention/weights_batch.hpp) and math::exp_n: vector code
+    // whose shape depends on the instruction set, so exactly what must not change a bit.
+    hasher h;
+    const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+    const std::size_t nq = static_cast<std::size_t>(Q.rows());
+    const rows_view<float> kv{K.data(), n, d, d};
+    std::vector<double> p(nq * n);
+    std::vector<float> sc(nq * n);
+    reference_weights_batch(Q.data(), d, nq, kv, p.data());
+    h.add(p.data(), p.size() * 8);
+    storage_weights_batch(Q.data(), d, nq, kv, 0.125f, sc.data(), p.data());
+    h.add(p.data(), p.size() * 8);
+    std::vector<double> x(100003);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = -700.0 + 1400.0 * static_cast<double>(i) / 100003.0;
+    km::exp_n(x.data(), x.data(), x.size());
+    h.add(x.data(), x.size() * 8);
+    print("weights batch, exp_n", h);
+  }
   reference_attention ref(K, V);
   for (unsigned threads : {1u, 3u}) {
     std::printf("threads %u\n", threads);

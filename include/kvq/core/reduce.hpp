@@ -97,6 +97,23 @@ struct tree_accumulator {
     ++count;
   }
 
+  /// Pushes the finished tree x of 2^k elements whose first element would have been
+  /// pushed at the current count (a multiple of 2^k): the same state as pushing the 2^k
+  /// elements one by one (the counter combines them into exactly that balanced block
+  /// before anything else).
+  KVQ_HD void push_block(T x, int k) {
+    T v = x;
+    int l = k;
+    std::uint64_t c = count >> k;
+    while (c & 1u) {
+      v = op(level[l], v);
+      c >>= 1;
+      ++l;
+    }
+    level[l] = v;
+    count += std::uint64_t{1} << k;
+  }
+
   /// Value of the tree over the pushed elements; `empty` if none.
   KVQ_HD T result(T empty = T(0)) const {
     if (count == 0) return empty;

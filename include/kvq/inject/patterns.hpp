@@ -26,6 +26,7 @@
 #include <vector>
 
 #include <kvq/core/math.hpp>
+#include <kvq/core/dot_block.hpp>
 #include <kvq/core/reduce.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/core/error.hpp>
@@ -546,24 +547,48 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
     for (std::size_t t = s.position; t < s.position + s.length; ++t) skip[t] = true;
   }
   const double rs = math::sqrt(static_cast<double>(d));
-  for (const needle_spec& s : c.needles) {
+  // Background statistics of every needle's query, taken before any injection: the
+  // injection only changes span keys, which are never background, so they are what the
+  // needle-by-needle loop below would see. The logits are the per-pair tree_dot's bits,
+  // computed for a batch of needles per pass over K (reduce::tree_dot_block).
+  const std::size_t nn = c.needles.size(), batch = 16;
+  std::vector<double> bg_max(nn), bg_mean(nn);
+  {
+    std::vector<float> qb(batch * d);
+    std::vector<double> dots(batch * n);
+    for (std::size_t i0 = 0; i0 < nn; i0 += batch) {
+      const std::size_t b = std::min(batch, nn - i0);
+      for (std::size_t i = 0; i < b; ++i) {
+        const needle_spec& s = c.needles[i0 + i];
+        const float* q = &(*queries[s.query])(static_cast<Eigen::Index>(s.row), 0);
+        std::copy(q, q + d, qb.begin() + static_cast<std::ptrdiff_t>(i * d));
+      }
+      reduce::tree_dot_block<double>(qb.data(), d, b, K.data(), d, n, d, dots.data(), n);
+      for (std::size_t i = 0; i < b; ++i) {
+        const double* dt = dots.data() + i * n;
+        double mx = -math::detail::inf_d();
+        reduce::tree_accumulator<double> acc;
+        std::size_t cnt = 0;
+        for (std::size_t t = 0; t < n; ++t) {
+          if (skip[t]) continue;
+          const double l = dt[t] / rs;  // detail::logit
+          mx = std::max(mx, l);
+          acc.push(l);
+          ++cnt;
+        }
+        if (cnt == 0) kvq::detail::fail(where, "no background tokens left");
+        bg_max[i0 + i] = mx;
+        bg_mean[i0 + i] = acc.result() / static_cast<double>(cnt);
+      }
+    }
+  }
+  for (std::size_t ni = 0; ni < nn; ++ni) {
+    const needle_spec& s = c.needles[ni];
     needle_entry e;
     e.spec = s;
     const float* q = &(*queries[s.query])(static_cast<Eigen::Index>(s.row), 0);
-    // background statistics for this query
-    double mx = -math::detail::inf_d();
-    reduce::tree_accumulator<double> acc;
-    std::size_t cnt = 0;
-    for (std::size_t t = 0; t < n; ++t) {
-      if (skip[t]) continue;
-      const double l = detail::logit(q, &K(static_cast<Eigen::Index>(t), 0), d);
-      mx = std::max(mx, l);
-      acc.push(l);
-      ++cnt;
-    }
-    if (cnt == 0) kvq::detail::fail(where, "no background tokens left");
-    e.background_max = mx;
-    e.background_mean = acc.result() / static_cast<double>(cnt);
+    e.background_max = bg_max[ni];
+    e.background_mean = bg_mean[ni];
     e.target_logit = (s.relative_to_max ? e.background_max : e.background_mean) + s.margin;
     // direction
     std::vector<double> z(d);

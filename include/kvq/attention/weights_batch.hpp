@@ -1,0 +1,85 @@
+/// \file
+/// kvq/attention/weights_batch.hpp — the attention weights of a batch of queries over one
+/// context, bit for bit reference_weights / storage_weights of each query
+/// (kvq/attention/kernels.hpp), at the speed of the batched kernels. Host only.
+///
+/// The per-query kernels are what every backend runs; these are what a study runs when it
+/// needs the whole weight vector of many queries on the same keys (rank metrics, top-k
+/// tests). Each step is the per-query kernel's step with the same operation per element:
+/// ~~~
+///   scores   reduce::tree_dot_block (the batch shares each pass over K; same tree per pair)
+///   scale    the same division (reference) or multiply (fp32) per element, then the bias
+///   max      reduce::tree_max_blocked (the same tree)
+///   exp      math::exp_n (the same bits as math::exp per element)
+///   sum      reduce::tree_sum_blocked (the same tree)
+///   divide   the same division per element
+/// ~~~
+/// so the bits cannot differ (tests/attention/test_weights_batch.cpp checks them against
+/// the per-query kernels on contexts with ties, NaN, infinities and biases).
+#pragma once
+
+#include <cstddef>
+
+#include <kvq/attention/kernels.hpp>
+#include <kvq/core/dot_block.hpp>
+#include <kvq/core/math_array.hpp>
+
+namespace kvq {
+namespace attention {
+
+/// For queries v in [0, n_q) (row v of q at q + v * q_stride, K.cols elements):
+/// p[v * K.rows .. + K.rows) = reference_weights(q_v, K, ., bias), bit for bit. p: n_q *
+/// K.rows doubles; nonfinite (n_q bools, or nullptr): what reference_weights returned.
+inline void reference_weights_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
+                                    double* p, bool* nonfinite = nullptr, const float* bias = nullptr) {
+  const std::size_t n = K.rows, d = K.cols;
+  reduce::tree_dot_block<double>(q, q_stride, n_q, K.data, K.stride, n, d, p, n);
+  const double rsd = math::sqrt(static_cast<double>(d));
+  for (std::size_t v = 0; v < n_q; ++v) {
+    double* pv = p + v * n;
+    bool bad = false;
+    for (std::size_t t = 0; t < n; ++t) {
+      double x = pv[t] / rsd;
+      if (bias != nullptr) x = x + static_cast<double>(bias[t]);
+      bad = bad | !detail::finite(x);
+      pv[t] = x;
+    }
+    const double m = reduce::tree_max_blocked(pv, n);
+    for (std::size_t t = 0; t < n; ++t) pv[t] = pv[t] - m;
+    math::exp_n(pv, pv, n);
+    const double Z = reduce::tree_sum_blocked(pv, n);
+    for (std::size_t t = 0; t < n; ++t) pv[t] = pv[t] / Z;
+    if (nonfinite != nullptr) nonfinite[v] = bad;
+  }
+}
+
+/// For queries v in [0, n_q): p[v * K.rows .. + K.rows) = storage_weights(q_v, K, scale,
+/// ., ., bias), bit for bit (the fp32 scores, softmax and division, widened to double).
+/// s: n_q * K.rows floats of scratch; p: n_q * K.rows doubles; nonfinite: n_q bools or
+/// nullptr.
+inline void storage_weights_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
+                                  float scale, float* s, double* p, bool* nonfinite = nullptr,
+                                  const float* bias = nullptr) {
+  const std::size_t n = K.rows, d = K.cols;
+  reduce::tree_dot_block<float>(q, q_stride, n_q, K.data, K.stride, n, d, s, n);
+  for (std::size_t v = 0; v < n_q; ++v) {
+    float* sv = s + v * n;
+    bool bad = false;
+    for (std::size_t t = 0; t < n; ++t) {
+      float x = sv[t] * scale;
+      if (bias != nullptr) x = x + bias[t];
+      bad = bad | !detail::finite(x);
+      sv[t] = x;
+    }
+    const float m = reduce::tree_max_blocked(sv, n);
+    for (std::size_t t = 0; t < n; ++t) sv[t] = sv[t] - m;
+    math::exp_n(sv, sv, n);
+    const float Z = reduce::tree_sum_blocked(sv, n);
+    double* pv = p + v * n;
+    for (std::size_t t = 0; t < n; ++t) pv[t] = static_cast<double>(sv[t] / Z);
+    if (nonfinite != nullptr) nonfinite[v] = bad;
+  }
+}
+
+}  // namespace attention
+}  // namespace kvq
