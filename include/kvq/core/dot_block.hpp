@@ -31,29 +31,42 @@ namespace kvq {
 namespace reduce {
 namespace detail {
 
-/// The L dots of vector a with the panel rows (panel[i * L + j] = row j, element i, in
-/// Acc), written to res[0..L): tree_dot_rows' chunked tree on contiguous lanes.
-template <class Acc, int L, class T>
-inline void dot_panel(const T* a, const Acc* panel, std::size_t n, Acc* res) {
+/// The balanced tree of the 8 products a[i + e] * panel row (i + e), per lane.
+template <class Acc, int L>
+inline void chunk8(const Acc* a, const Acc* p, Acc* v) {
+  for (int j = 0; j < L; ++j) {
+    const Acc p0 = a[0] * p[j], p1 = a[1] * p[L + j], p2 = a[2] * p[2 * L + j], p3 = a[3] * p[3 * L + j];
+    const Acc p4 = a[4] * p[4 * L + j], p5 = a[5] * p[5 * L + j], p6 = a[6] * p[6 * L + j], p7 = a[7] * p[7 * L + j];
+    v[j] = ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7));
+  }
+}
+
+/// The L dots of vector a (already in Acc) with the panel rows (panel[i * L + j] = row j,
+/// element i, in Acc), written to res[0..L): balanced blocks of 32 products (four
+/// 8-product chunks), then of 8, then single products, pushed at the levels the
+/// streaming tree gives them (tree_dot_rows' order, on contiguous lanes).
+template <class Acc, int L>
+inline void dot_panel(const Acc* a, const Acc* panel, std::size_t n, Acc* res) {
   tree_accumulator_lanes<Acc, L> acc;
   Acc v[L];
   std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
+  for (; i + 32 <= n; i += 32) {
     const Acc* p = panel + i * static_cast<std::size_t>(L);
-    const Acc a0 = static_cast<Acc>(a[i]), a1 = static_cast<Acc>(a[i + 1]), a2 = static_cast<Acc>(a[i + 2]),
-              a3 = static_cast<Acc>(a[i + 3]), a4 = static_cast<Acc>(a[i + 4]), a5 = static_cast<Acc>(a[i + 5]),
-              a6 = static_cast<Acc>(a[i + 6]), a7 = static_cast<Acc>(a[i + 7]);
-    for (int j = 0; j < L; ++j) {
-      const Acc p0 = a0 * p[j], p1 = a1 * p[L + j], p2 = a2 * p[2 * L + j], p3 = a3 * p[3 * L + j];
-      const Acc p4 = a4 * p[4 * L + j], p5 = a5 * p[5 * L + j], p6 = a6 * p[6 * L + j], p7 = a7 * p[7 * L + j];
-      v[j] = ((p0 + p1) + (p2 + p3)) + ((p4 + p5) + (p6 + p7));
-    }
+    Acc c0[L], c1[L], c2[L], c3[L];
+    chunk8<Acc, L>(a + i, p, c0);
+    chunk8<Acc, L>(a + i + 8, p + 8 * L, c1);
+    chunk8<Acc, L>(a + i + 16, p + 16 * L, c2);
+    chunk8<Acc, L>(a + i + 24, p + 24 * L, c3);
+    for (int j = 0; j < L; ++j) v[j] = (c0[j] + c1[j]) + (c2[j] + c3[j]);
+    acc.push_block(v, 5);
+  }
+  for (; i + 8 <= n; i += 8) {
+    chunk8<Acc, L>(a + i, panel + i * static_cast<std::size_t>(L), v);
     acc.push_block(v, 3);
   }
   for (; i < n; ++i) {
-    const Acc ai = static_cast<Acc>(a[i]);
     const Acc* p = panel + i * static_cast<std::size_t>(L);
-    for (int j = 0; j < L; ++j) v[j] = ai * p[j];
+    for (int j = 0; j < L; ++j) v[j] = a[i] * p[j];
     acc.push(v);
   }
   acc.result(res);
@@ -71,7 +84,10 @@ inline void tree_dot_block(const T* a, std::size_t a_stride, std::size_t n_vec, 
                            std::size_t out_stride) {
   constexpr int L = dot_lanes<Acc>::value;
   constexpr std::size_t LL = static_cast<std::size_t>(L);
-  std::vector<Acc> panel(n * LL);
+  std::vector<Acc> panel(n * LL), av(n_vec * n);
+  // The vectors converted to Acc once (exact for float -> double), not once per block.
+  for (std::size_t vi = 0; vi < n_vec; ++vi)
+    for (std::size_t i = 0; i < n; ++i) av[vi * n + i] = static_cast<Acc>(a[vi * a_stride + i]);
   std::size_t r = 0;
   for (; r + LL <= n_rows; r += LL) {
     for (std::size_t j = 0; j < LL; ++j) {
@@ -80,7 +96,7 @@ inline void tree_dot_block(const T* a, std::size_t a_stride, std::size_t n_vec, 
     }
     for (std::size_t vi = 0; vi < n_vec; ++vi) {
       Acc res[L];
-      detail::dot_panel<Acc, L>(a + vi * a_stride, panel.data(), n, res);
+      detail::dot_panel<Acc, L>(av.data() + vi * n, panel.data(), n, res);
       Out* o = out + vi * out_stride + r;
       for (std::size_t j = 0; j < LL; ++j) o[j] = static_cast<Out>(res[j]);
     }
