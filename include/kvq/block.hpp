@@ -35,6 +35,7 @@
 #include <kvq/block/int_group.hpp>
 #include <kvq/block/recipes.hpp>
 #include <kvq/block/api.hpp>
+#include <kvq/block/parallel.hpp>
 
 /// \namespace kvq::block
 /// The block-scaled quantization layer: recipe types (NVFP4, OCP MX, FP8 per tensor /
