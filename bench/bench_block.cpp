@@ -8,10 +8,15 @@
 // The timed quantize call uses the tensor-level value (NVFP4: the tensor amax) computed
 // once beforehand, as a kernel that receives it from an earlier amax pass would; the
 // amax pass itself is timed separately ("tensor amax").
+//
+// A second table times kvq::block::quantize_parallel / dequantize_parallel with 1 and 2
+// threads (best wall time; the benchmark is not pinned to one core for it: run it without
+// taskset, or with a core list) and prints the 1-thread / 2-thread ratio from the same run.
 #include <kvq/block.hpp>
 
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_common.hpp"
@@ -32,9 +37,14 @@ struct scheme_buffers {
   float tensor = 1.0f;
 };
 
+// A line of the thread-scaling table: the 1- and 2-thread benchmarks of one operation.
+struct scaling_row {
+  std::string label, one, two;
+};
+
 template <class S>
 void register_scheme(const std::string& label, const std::vector<float>& in, std::vector<float>& out,
-                     std::vector<kvqbench::row>& rows) {
+                     std::vector<kvqbench::row>& rows, std::vector<scaling_row>* scaling = nullptr) {
   // Owned for the whole run: the benchmarks run after registration.
   static scheme_buffers<S> b;
   const std::size_t n = in.size();
@@ -71,6 +81,33 @@ void register_scheme(const std::string& label, const std::vector<float>& in, std
     per_value(st);
   })->Unit(benchmark::kMillisecond);
 
+  if (scaling) {
+    for (unsigned t : {1u, 2u}) {
+      const std::string qt = q + "_threads" + std::to_string(t), dt = d + "_threads" + std::to_string(t);
+      benchmark::RegisterBenchmark(qt.c_str(), [=](benchmark::State& st) {
+        for (auto _ : st) {
+          kvq::block::quantize_parallel(b.scheme, x, n, kvq::block::tensor_value::given(b.tensor), b.codes.data(),
+                                        b.codes.size(), b.scales.data(), b.scales.size(), b.zeros.data(),
+                                        b.zeros.size(), t);
+          benchmark::DoNotOptimize(b.codes.data());
+          benchmark::ClobberMemory();
+        }
+        per_value(st);
+      })->Unit(benchmark::kMillisecond)->UseRealTime();
+      benchmark::RegisterBenchmark(dt.c_str(), [=](benchmark::State& st) {
+        for (auto _ : st) {
+          kvq::block::dequantize_parallel(b.scheme, b.codes.data(), b.codes.size(), b.scales.data(), b.scales.size(),
+                                          b.zeros.data(), b.zeros.size(), b.tensor, y, n, t);
+          benchmark::DoNotOptimize(y);
+          benchmark::ClobberMemory();
+        }
+        per_value(st);
+      })->Unit(benchmark::kMillisecond)->UseRealTime();
+    }
+    scaling->push_back({"quantize " + label, q + "_threads1", q + "_threads2"});
+    scaling->push_back({"dequantize " + label, d + "_threads1", d + "_threads2"});
+  }
+
   char bits[32];
   std::snprintf(bits, sizeof bits, " (%.2f b/v)", kvq::block::bits_per_value(b.scheme));
   rows.push_back({"quantize " + label + bits, q, "memcpy", ""});
@@ -98,12 +135,13 @@ int main(int argc, char** argv) {
   })->Unit(benchmark::kMillisecond);
   rows.push_back({"tensor amax", "tensor_amax", "memcpy", ""});
 
-  register_scheme<kvq::block::nvfp4_te>("nvfp4_te", in, out, rows);
+  std::vector<scaling_row> scaling;
+  register_scheme<kvq::block::nvfp4_te>("nvfp4_te", in, out, rows, &scaling);
   register_scheme<kvq::block::nvfp4_vllm<>>("nvfp4_vllm", in, out, rows);
-  register_scheme<kvq::block::mxfp4_floor>("mxfp4_floor", in, out, rows);
+  register_scheme<kvq::block::mxfp4_floor>("mxfp4_floor", in, out, rows, &scaling);
   register_scheme<kvq::block::mxfp4_rceil>("mxfp4_rceil", in, out, rows);
   register_scheme<kvq::block::mxfp8_e4m3_floor>("mxfp8_e4m3_floor", in, out, rows);
-  register_scheme<kvq::block::mxfp8_e4m3_rceil>("mxfp8_e4m3_rceil", in, out, rows);
+  register_scheme<kvq::block::mxfp8_e4m3_rceil>("mxfp8_e4m3_rceil", in, out, rows, &scaling);
 
   std::printf("kvq_bench_block: %zu values (%zu MiB of float), N(0,1), one thread%s\n", n, opt.mib,
               opt.quick ? " [--quick: timings not meaningful]" : "");
@@ -114,5 +152,17 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
 
   kvqbench::print_table("Summary (best CPU time per iteration; per input element):", rep, rows, n);
+
+  // Thread scaling: wall time, since the CPU time of a threaded run counts only the
+  // calling thread. Same bits for every thread count (tests/block/test_block_parallel.cpp).
+  std::printf("\nThread scaling, quantize_parallel / dequantize_parallel (best wall time per iteration; %u "
+              "hardware threads):\n", std::thread::hardware_concurrency());
+  std::printf("%-38s %12s %12s %12s\n", "", "1 thr ns/v", "2 thr ns/v", "1 thr/2 thr");
+  for (const scaling_row& r : scaling) {
+    const auto a = rep.wall_seconds.find(r.one), c = rep.wall_seconds.find(r.two);
+    if (a == rep.wall_seconds.end() || c == rep.wall_seconds.end()) continue;
+    const double ns1 = a->second * 1e9 / static_cast<double>(n), ns2 = c->second * 1e9 / static_cast<double>(n);
+    std::printf("%-38s %12.3f %12.3f %12.2f\n", r.label.c_str(), ns1, ns2, a->second / c->second);
+  }
   return 0;
 }

@@ -89,9 +89,12 @@ inline std::vector<float> normal_floats(std::size_t n, std::uint64_t seed = 2024
 // Keeps each benchmark's best CPU time per iteration (seconds), keyed by registered name.
 // CPU time, not wall time: every benchmark is one thread, so on a quiet machine the two
 // agree, and on a shared one CPU time leaves out the time the thread was not running.
+// The best wall time is kept too, for the benchmarks that run several threads (CPU time
+// there counts the calling thread only).
 class collecting_reporter : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> seconds;
+  std::map<std::string, double> wall_seconds;
   collecting_reporter() : ConsoleReporter(use_color() ? OO_ColorTabular : OO_Tabular) {}
   static bool use_color() {
 #if defined(__unix__) || defined(__APPLE__)
@@ -107,6 +110,9 @@ class collecting_reporter : public benchmark::ConsoleReporter {
       const double t = r.cpu_accumulated_time / static_cast<double>(r.iterations);
       auto it = seconds.find(r.run_name.function_name);
       if (it == seconds.end() || t < it->second) seconds[r.run_name.function_name] = t;
+      const double w = r.real_accumulated_time / static_cast<double>(r.iterations);
+      auto iw = wall_seconds.find(r.run_name.function_name);
+      if (iw == wall_seconds.end() || w < iw->second) wall_seconds[r.run_name.function_name] = w;
     }
   }
 };
