@@ -178,8 +178,15 @@ KVQ_FORCEINLINE void amax_x8(const float* x, float* am) noexcept {
       if (Rule == amax_nan::propagate) {
         mx[k] = v == 0 ? a : (a > mx[k] ? a : mx[k]);
       } else {
-        const vu m = a & (vu)(a <= inf_bits);
-        mx[k] = v == 0 ? m : (m > mx[k] ? m : mx[k]);
+        // A float max from +0: a NaN compares false, so it never replaces the running max
+        // (one vmaxps, instead of the mask and the integer max). For the non-negative,
+        // non-NaN values it keeps, the float order is the integer order of the bits.
+        vf af, mf;
+        std::memcpy(&af, &a, sizeof af);
+        if (v == 0) mf = vf{};
+        else std::memcpy(&mf, &mx[k], sizeof mf);
+        mf = af > mf ? af : mf;
+        std::memcpy(&mx[k], &mf, sizeof mf);
         if (Rule == amax_nan::ignore_unless_all) mn[k] = v == 0 ? a : (a < mn[k] ? a : mn[k]);
       }
     }
@@ -277,6 +284,25 @@ KVQ_FORCEINLINE void store_codes32_f16c(const float* x, float s, std::uint8_t* o
                                                      _mm256_mul_ps(_mm256_loadu_ps(x + 24), v));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permute4x64_epi64(_mm256_packus_epi16(c0, c1), 0xD8));
 }
+
+/// out[j] = encode_rne_float_fast<e4m3, satfinite>((am[j] * k1) * k2) for j < 16 (k2 == 1:
+/// am[j] * k1, the one multiply): the NVFP4 block scales of 16 blocks with the F16C
+/// kernel, which gives encode_rne_float_fast's bits for every float (NaN amaxes: 0x7F).
+template <bool Two>
+KVQ_FORCEINLINE void e4m3_scales16_f16c(const float* am, float k1, float k2, std::uint8_t* out) noexcept {
+  using kvq::detail::f16c::codes16;
+  const __m256 v1 = _mm256_set1_ps(k1);
+  __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(am), v1), a1 = _mm256_mul_ps(_mm256_loadu_ps(am + 8), v1);
+  if (Two) {
+    const __m256 v2 = _mm256_set1_ps(k2);
+    a0 = _mm256_mul_ps(v2, a0);
+    a1 = _mm256_mul_ps(v2, a1);
+  }
+  const __m256i c = codes16<fmt::e4m3, overflow::satfinite>(a0, a1);
+  // packus per 128-bit half: quadwords c[0..7], c[0..7], c[8..15], c[8..15]
+  const __m256i b = _mm256_packus_epi16(c, c);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(_mm256_permute4x64_epi64(b, 0x08)));
+}
 #endif  // KVQ_HAVE_F16C_ENCODE
 
 /// detail::e2m1_value of 8 codes (low 4 bits of each lane), as float bits.
@@ -340,6 +366,24 @@ KVQ_FORCEINLINE void decode_bits(const vu& code, vu& bits) noexcept {
   }
   const vu sign = (vu)((c & static_cast<std::uint32_t>(F::sign_mask)) != 0u) & 0x80000000u;
   bits = r | sign;
+}
+
+/// mx_recipe::scale_for of the floor rule on 8 amaxes: out[j] = 0xFF for a NaN or Inf
+/// amax, else the biased exponent of am[j] less Emax, clamped at 0 (the scalar rule
+/// clamps e - 127 - Emax to [-127, 128] and adds 127; a finite biased exponent is at most
+/// 254, so only the lower clamp can bind).
+template <int Emax>
+KVQ_FORCEINLINE void mx_floor_scales8(const float* am, std::uint8_t* out) noexcept {
+  vu u;
+  load8(am, u);
+  const vu special = (vu)((u & inf_bits) == inf_bits);
+  const vi e = (vi)((u >> 23) & 0xFFu) - Emax;
+  const vi ec = e < 0 ? vi{} : e;
+  const vu code = ((vu)ec & ~special) | (special & 0xFFu);
+  vb32 bytes;
+  std::memcpy(&bytes, &code, sizeof bytes);
+  const vb8 b = __builtin_shufflevector(bytes, bytes, 0, 4, 8, 12, 16, 20, 24, 28);
+  std::memcpy(out, &b, sizeof b);
 }
 #endif  // KVQ_BLOCK_SIMD
 
@@ -447,7 +491,11 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore>(xc + 16 * j);
-      for (j = 0; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
+      j = 0;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      for (; j + 16 <= m; j += 16) e4m3_scales16_f16c<false>(am + j, enc, 1.0f, sc + j);
+#endif
+      for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
       for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, inv_of[sc[j]], inv_of[sc[j + 1]], codes + 8 * (b0 + j));
@@ -474,7 +522,11 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore_unless_all>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore_unless_all>(xc + 16 * j);
-      for (j = 0; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(gs * (am[j] * r6));
+      j = 0;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      for (; j + 16 <= m; j += 16) e4m3_scales16_f16c<true>(am + j, r6, gs, sc + j);
+#endif
+      for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(gs * (am[j] * r6));
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
       for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, os_of[sc[j]], os_of[sc[j + 1]], codes + 8 * (b0 + j));
@@ -496,7 +548,11 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax_x8<4, S::tensor_amax_rule>(xc + 32 * j, am + j);
       for (; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);
-      for (j = 0; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
+      j = 0;
+      if constexpr (S::scale_rule == mx_scale_rule::floor) {
+        for (; j + 8 <= m; j += 8) mx_floor_scales8<S::elem_emax>(am + j, scales + b0 + j);
+      }
+      for (; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
       for (j = 0; j < m; ++j) {
         const float* xb = xc + 32 * j;
         const std::size_t b = b0 + j;
