@@ -4,8 +4,20 @@
 #   bash scripts/bench.sh                      # 256 MiB arrays, full timings
 #   bash scripts/bench.sh --quick              # tiny arrays, seconds (smoke test only)
 #   bash scripts/bench.sh --mib=64 --benchmark_filter=e4m3
+#   bash scripts/bench.sh --studies [citations outliers ...]
+#                                              # each study's default grid: CPU seconds with
+#                                              # one thread, one vs two threads, same CSVs
+#                                              # (bench/bench_studies.sh; the Release kvq)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [[ ${1:-} == --studies ]]; then
+  shift
+  bash scripts/setup-deps.sh
+  cmake --preset release
+  cmake --build --preset release -j "${KVQ_JOBS:-2}" --target kvq_cli
+  exec bash bench/bench_studies.sh --kvq build/release/kvq "$@"
+fi
 
 bash scripts/setup-deps.sh
 cmake --preset bench

@@ -358,6 +358,8 @@ stage_bench_smoke() {
     echo "no benchmark programs in $B/ci-release/bench" >&2
     return 1
   fi
+  # The study-grid benchmark on two --quick grids (it also checks 1- vs 2-thread CSVs).
+  bash "$ROOT/bench/bench_studies.sh" --kvq "$B/ci-release/kvq" --quick citations outliers
 }
 
 stage_notebooks() {

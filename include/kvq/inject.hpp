@@ -6,6 +6,7 @@
 
 #include <kvq/inject/philox.hpp>
 #include <kvq/inject/random.hpp>
+#include <kvq/inject/normal_array.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/inject/generate.hpp>

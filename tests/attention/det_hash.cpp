@@ -87,6 +87,9 @@ int main() {
       h.add(g.normal_float(i));
       h.add(g.uniform_double(i));
     }
+    std::vector<double> z(100003);
+    kvq::inject::normal_doubles(g, 77, z.size(), z.data());  // vector code: same bits on every build
+    h.add(z.data(), z.size() * 8);
     print("rng", h);
   }
   kvq::inject::scenario_config c;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <kvq/inject/normal_array.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/matrix.hpp>
@@ -32,12 +33,13 @@ inline void fill_normal(matrix_f& m, const counter_rng& rng, double mean = 0.0, 
   const std::size_t rows = static_cast<std::size_t>(m.rows());
   const std::size_t cols = static_cast<std::size_t>(m.cols());
   auto work = [&](std::size_t r0, std::size_t r1) {
+    // Draw i * cols + j of the stream, several counters per instruction (normal_array.hpp:
+    // the bits of rng.normal_double, counter by counter).
+    std::vector<double> z(cols);
     for (std::size_t i = r0; i < r1; ++i) {
       float* row = m.data() + i * cols;
-      for (std::size_t j = 0; j < cols; ++j) {
-        const double z = rng.normal_double(static_cast<std::uint64_t>(i) * cols + j);
-        row[j] = static_cast<float>(mean + stddev * z);
-      }
+      normal_doubles(rng, static_cast<std::uint64_t>(i) * cols, cols, z.data());
+      for (std::size_t j = 0; j < cols; ++j) row[j] = static_cast<float>(mean + stddev * z[j]);
     }
   };
   if (threads <= 1 || rows < 2 * threads) {
