@@ -7,8 +7,10 @@
 //   study_outliers            the default grid (contexts 1k..128k; about a minute on 2 cores)
 //   study_outliers --quick    a small grid (seconds)
 // The kvq command runs the same study with more options (--out, --threads, grid overrides).
-#include "studies/outliers.hpp"
+// The study is compiled once in the kvq_studies library (examples/compiled_studies/), which
+// the kvq command links too.
+#include "compiled_studies/compiled_studies.hpp"
 
 int main(int argc, char** argv) {
-  return kvq::study::run_standalone(kvq::study::outliers::definition(), argc, argv);
+  return kvq::study::compiled::run_standalone(kvq::study::compiled::outliers(), argc, argv);
 }

@@ -5,8 +5,10 @@
 //   study_policy            the default grid
 //   study_policy --quick    a small grid (seconds)
 // The kvq command runs the same study with more options (--out, --threads, grid overrides).
-#include "studies/policy.hpp"
+// The study is compiled once in the kvq_studies library (examples/compiled_studies/), which
+// the kvq command links too.
+#include "compiled_studies/compiled_studies.hpp"
 
 int main(int argc, char** argv) {
-  return kvq::study::run_standalone(kvq::study::policy::definition(), argc, argv);
+  return kvq::study::compiled::run_standalone(kvq::study::compiled::policy(), argc, argv);
 }
