@@ -3,6 +3,7 @@
 #include "subcommands.hpp"
 
 #include "verify_cli.hpp"
+#include "verify_entry.hpp"
 
 namespace kvq::cli {
 
@@ -15,5 +16,7 @@ int cmd_verify(const std::vector<std::string>& args, const char* argv0) {
   av.push_back(nullptr);
   return kvq::cli::npy_verify_main(static_cast<int>(store.size()), av.data());
 }
+
+int npy_verify_program(int argc, char** argv) { return kvq::cli::npy_verify_main(argc, argv); }
 
 }  // namespace kvq::cli
