@@ -97,17 +97,18 @@ TEST_CASE("the weights-only kernels the citations study calls equal the full att
   const kvq::attention::reference_attention ref(K, V);
   const kvq::attention::storage_attention emu(Kh, V, {});
   kvq::attention::workspace ws;
-  std::vector<double> p_lib(300), p_mine(300), o_d(64);
-  std::vector<float> o_f(64), s(300);
+  std::vector<double> p_lib(300), p_ref(3 * 300), p_emu(3 * 300), o_d(64);
+  std::vector<float> o_f(64), s(3 * 300);
   const float scale = static_cast<float>(1.0 / kvq::math::sqrt(64.0));
+  // The batched kernels the study calls, for all 3 queries at once.
+  citations::weights_reference_batch(x.q[0].data(), 3, K, p_ref.data());
+  citations::weights_fp32_batch(x.q[0].data(), 3, Kh, scale, s.data(), p_emu.data());
   for (int q = 0; q < 3; ++q) {
     const float* qr = x.q[0].data() + q * 64;
     ref.run(qr, p_lib.data(), o_d.data(), ws);
-    citations::weights_reference(qr, K, p_mine.data());
-    CHECK(std::memcmp(p_lib.data(), p_mine.data(), 300 * sizeof(double)) == 0);
+    CHECK(std::memcmp(p_lib.data(), p_ref.data() + q * 300, 300 * sizeof(double)) == 0);
     emu.run(qr, p_lib.data(), o_f.data(), ws);
-    citations::weights_fp32(qr, Kh, scale, s.data(), p_mine.data());
-    CHECK(std::memcmp(p_lib.data(), p_mine.data(), 300 * sizeof(double)) == 0);
+    CHECK(std::memcmp(p_lib.data(), p_emu.data() + q * 300, 300 * sizeof(double)) == 0);
   }
   // span_rank is the best 1-based rank over the span.
   const std::vector<double> p = {0.1, 0.4, 0.2, 0.3};
