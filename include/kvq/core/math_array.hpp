@@ -69,31 +69,9 @@ KVQ_HD inline void exp_group_in_range(const double* x, double* y) {
     rh[j] = h;
     rl[j] = r_lo - (h - s);
   }
-  constexpr double c2 = 1.0 / 2.0, c3 = 1.0 / 6.0, c4 = 1.0 / 24.0, c5 = 1.0 / 120.0, c6 = 1.0 / 720.0,
-                   c7 = 1.0 / 5040.0, c8 = 1.0 / 40320.0, c9 = 1.0 / 362880.0, c10 = 1.0 / 3628800.0,
-                   c11 = 1.0 / 39916800.0, c12 = 1.0 / 479001600.0, c13 = 1.0 / 6227020800.0;
-  for (int j = 0; j < L; ++j) {
-    // exp_core(rh, rl)
-    const double r = rh[j];
-    double q = c13;
-    q = c12 + r * q;
-    q = c11 + r * q;
-    q = c10 + r * q;
-    q = c9 + r * q;
-    q = c8 + r * q;
-    q = c7 + r * q;
-    q = c6 + r * q;
-    q = c5 + r * q;
-    q = c4 + r * q;
-    q = c3 + r * q;
-    q = c2 + r * q;
-    const double t = (r * r) * q;
-    const double s = 1.0 + r;  // two_sum(1, r)
-    const double bb = s - 1.0;
-    const double slo = (1.0 - (s - bb)) + (r - bb);
-    const double tail = slo + (t + (rl[j] + rl[j] * r));
-    y[j] = (s + tail) * sc[j];  // scale_pow2 for |k| <= 1000: one multiply
-  }
+  // exp_core itself (branch-free, so the lane loop stays one vector loop), then
+  // scale_pow2 for |k| <= 1000: one multiply.
+  for (int j = 0; j < L; ++j) y[j] = exp_core(rh[j], rl[j]) * sc[j];
 }
 
 /// Whether every lane of a group is in the fast range (NaN is not).
