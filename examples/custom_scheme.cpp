@@ -5,7 +5,9 @@
 //
 //   custom_scheme [--quick] [study options]     runs `outliers` with bf16, nvfp4_te and
 //                                               int4_absmax_row unless --schemes is given
-#include "studies/outliers.hpp"
+#include "studies.hpp"  // kvq::study::outliers::definition(), from the kvq_studies library
+
+#include <kvq/study.hpp>
 
 #include <kvq/kv/registry.hpp>
 

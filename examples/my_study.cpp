@@ -32,7 +32,7 @@ ks::study_def my_study() {
   };
   ks::table schema;
   schema.columns = {{"scheme", "KV scheme"}, {"k_std", "key standard deviation"}, {"context", "tokens"}};
-  for (const auto& c : kvq::metrics::metric_columns) schema.columns.push_back({c.name, c.help});
+  for (const auto& c : ks::lab::query_metric_columns()) schema.columns.push_back({c.first, c.second});
   d.outputs = {schema};
 
   d.run = [schema](const ks::context& ctx) {
@@ -55,22 +55,21 @@ ks::study_def my_study() {
       kvq::attention::storage_options so;
       so.codec = kvq::attention::codec_of(schemes[si]);
       const kvq::attention::storage_attention emu(x.k[0], x.v[0], so);
-      std::vector<std::vector<double>> cols(kvq::metrics::metric_count);
       kvq::attention::workspace aws;
       kvq::metrics::workspace mws(g.tokens);
-      std::vector<double> p(g.tokens), ph(g.tokens), o(hd), v(kvq::metrics::metric_count);
+      std::vector<double> p(g.tokens), ph(g.tokens), o(hd);
       std::vector<float> oh(hd);
+      std::vector<ks::lab::query_metrics> per_query;
       for (std::size_t q = 0; q < nq; ++q) {
         const float* qr = x.q[0].data() + q * hd;
         ref.run(qr, p.data(), o.data(), aws);
         emu.run(qr, ph.data(), oh.data(), aws);
-        kvq::metrics::metric_values(
-            kvq::metrics::evaluate_query(p.data(), ph.data(), g.tokens, o.data(), oh.data(), hd, mws.view()), v.data());
-        for (std::size_t m = 0; m < v.size(); ++m) cols[m].push_back(v[m]);
+        per_query.push_back(ks::lab::evaluate(p.data(), ph.data(), g.tokens, o.data(), oh.data(), hd, mws));
       }
       rows[i] = {schemes[si], stds[ki], ctxs[ci]};
-      for (const auto& c : cols)  // mean over queries: the library's fixed-order aggregate
-        rows[i].emplace_back(kvq::metrics::aggregate(c.data(), c.size(), kvq::metrics::better::lower, {}).mean);
+      // Mean over queries by the studies' own rule (kvq/study/lab.hpp): the library's
+      // fixed-order aggregate, an infinite KL kept infinite rather than averaged away.
+      for (double m : ks::lab::mean_over(per_query).mean) rows[i].emplace_back(m);
     });
     ks::result r;
     ks::table t = schema;

@@ -1,6 +1,6 @@
 // kvq._study — the study engine behind `kvq.run_study` and `kvq.studies`.
 //
-// Bindings only: the studies are the ones the kvq command runs (examples/studies/,
+// Bindings only: the studies are the ones the kvq command runs (studies/, the kvq_studies library,
 // kvq::study::all_studies()), the grid is resolved by kvq::study::resolve from the same
 // option texts the command line gives, and the tables are returned cell by cell, so a
 // run here and `kvq study NAME` with the same grid, seed and threads compute the same
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include <kvq/study.hpp>
-#include "studies/registry.hpp"
+#include "studies.hpp"
 
 namespace nb = nanobind;
 

@@ -3,8 +3,9 @@
 // (which skip P.V) against kvq::attention's own kernels.
 #include <catch2/catch.hpp>
 
-#include "studies/citations.hpp"
-#include "studies/stats.hpp"
+#include <kvq/study/citation_scenario.hpp>
+#include <kvq/study/schemes.hpp>
+#include <kvq/study/stats.hpp>
 
 #include <kvq/attention/variants.hpp>
 #include <kvq/inject/generate.hpp>
@@ -53,24 +54,24 @@ TEST_CASE("Pareto frontier keeps the non-dominated points", "[cli][stats]") {
 }
 
 TEST_CASE("scheme catalogue: names, head_dim checks, scale sharing", "[cli][schemes]") {
-  CHECK(find_scheme("nvfp4_te").block == 16);
-  CHECK_THROWS_AS(find_scheme("nvfp5"), usage_error);
+  CHECK(scheme_named("nvfp4_te").block == 16);
+  CHECK_THROWS_AS(scheme_named("nvfp5"), usage_error);
   CHECK_THROWS_AS(check_head_dim({"mxfp4_rceil"}, 48), usage_error);
   CHECK_NOTHROW(check_head_dim({"mxfp4_rceil", "nvfp4_te"}, 64));
   const std::vector<std::size_t> outl = {20};
   // NVFP4: channels 16..31 share channel 20's block, 15 and 32 do not; 20 itself does not count.
-  CHECK(shares_scale_with(find_scheme("nvfp4_te"), kv_role::key, 16, 128, outl));
-  CHECK_FALSE(shares_scale_with(find_scheme("nvfp4_te"), kv_role::key, 15, 128, outl));
-  CHECK_FALSE(shares_scale_with(find_scheme("nvfp4_te"), kv_role::key, 32, 128, outl));
-  CHECK_FALSE(shares_scale_with(find_scheme("nvfp4_te"), kv_role::key, 20, 128, outl));
-  CHECK(shares_scale_with(find_scheme("fp8_e4m3_cal"), kv_role::key, 100, 128, outl));
-  CHECK(shares_scale_with(find_scheme("fp8_tokhead"), kv_role::key, 127, 128, outl));
-  CHECK_FALSE(shares_scale_with(find_scheme("kivi_int4"), kv_role::key, 21, 128, outl));
-  CHECK_FALSE(shares_scale_with(find_scheme("bf16"), kv_role::key, 21, 128, outl));
+  CHECK(shares_scale_with(scheme_named("nvfp4_te"), kv_role::key, 16, 128, outl));
+  CHECK_FALSE(shares_scale_with(scheme_named("nvfp4_te"), kv_role::key, 15, 128, outl));
+  CHECK_FALSE(shares_scale_with(scheme_named("nvfp4_te"), kv_role::key, 32, 128, outl));
+  CHECK_FALSE(shares_scale_with(scheme_named("nvfp4_te"), kv_role::key, 20, 128, outl));
+  CHECK(shares_scale_with(scheme_named("fp8_e4m3_cal"), kv_role::key, 100, 128, outl));
+  CHECK(shares_scale_with(scheme_named("fp8_tokhead"), kv_role::key, 127, 128, outl));
+  CHECK_FALSE(shares_scale_with(scheme_named("kivi_int4"), kv_role::key, 21, 128, outl));
+  CHECK_FALSE(shares_scale_with(scheme_named("bf16"), kv_role::key, 21, 128, outl));
   // bf16 keeps bf16-representable values and rounds others to nearest even.
   const float in[3] = {1.0f, 1.00390625f /* 1 + 2^-8: a tie, to even */, 1.01171875f /* 1 + 3*2^-8 */};
   float out[3];
-  find_scheme("bf16").round_trip(kv_role::key, in, out, 1, 3);
+  scheme_named("bf16").round_trip(kv_role::key, in, out, 1, 3);
   CHECK(out[0] == 1.0f);
   CHECK(out[1] == 1.0f);
   CHECK(out[2] == 1.015625f);
@@ -78,7 +79,7 @@ TEST_CASE("scheme catalogue: names, head_dim checks, scale sharing", "[cli][sche
   // context is not quantized at all.
   std::vector<float> k(100 * 32), kh(k.size());
   for (std::size_t i = 0; i < k.size(); ++i) k[i] = static_cast<float>(i % 7) * 0.25f;
-  find_scheme("kivi_int4").round_trip(kv_role::key, k.data(), kh.data(), 100, 32);
+  scheme_named("kivi_int4").round_trip(kv_role::key, k.data(), kh.data(), 100, 32);
   CHECK(std::memcmp(k.data(), kh.data(), k.size() * sizeof(float)) == 0);
 }
 
@@ -92,7 +93,7 @@ TEST_CASE("the weights-only kernels the citations study calls equal the full att
   const kvq::matrix_f& K = x.k[0];
   const kvq::matrix_f& V = x.v[0];
   kvq::matrix_f Kh(K.rows(), K.cols());
-  find_scheme("nvfp4_te").round_trip(kv_role::key, K.data(), Kh.data(), 300, 64);
+  scheme_named("nvfp4_te").round_trip(kv_role::key, K.data(), Kh.data(), 300, 64);
 
   const kvq::attention::reference_attention ref(K, V);
   const kvq::attention::storage_attention emu(Kh, V, {});
@@ -101,8 +102,8 @@ TEST_CASE("the weights-only kernels the citations study calls equal the full att
   std::vector<float> o_f(64), s(3 * 300);
   const float scale = static_cast<float>(1.0 / kvq::math::sqrt(64.0));
   // The batched kernels the study calls, for all 3 queries at once.
-  citations::weights_reference_batch(x.q[0].data(), 3, K, p_ref.data());
-  citations::weights_fp32_batch(x.q[0].data(), 3, Kh, scale, s.data(), p_emu.data());
+  lab::weights_reference_batch(x.q[0].data(), 3, K, p_ref.data());
+  lab::weights_fp32_batch(x.q[0].data(), 3, Kh, scale, s.data(), p_emu.data());
   for (int q = 0; q < 3; ++q) {
     const float* qr = x.q[0].data() + q * 64;
     ref.run(qr, p_lib.data(), o_d.data(), ws);
@@ -112,6 +113,6 @@ TEST_CASE("the weights-only kernels the citations study calls equal the full att
   }
   // span_rank is the best 1-based rank over the span.
   const std::vector<double> p = {0.1, 0.4, 0.2, 0.3};
-  CHECK(citations::span_rank(p.data(), 4, {0, 2}) == 3);
-  CHECK(citations::span_rank(p.data(), 4, {3}) == 2);
+  CHECK(lab::span_rank(p.data(), 4, {0, 2}) == 3);
+  CHECK(lab::span_rank(p.data(), 4, {3}) == 2);
 }

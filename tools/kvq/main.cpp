@@ -3,8 +3,8 @@
 //
 // Exit status: 0 success, 2 bad input (one line on stderr naming the problem and the
 // allowed values; nothing written), 1 anything else (I/O failures during a run).
-// The studies, compiled once in the kvq_studies library (examples/compiled_studies/).
-#include "compiled_studies/compiled_studies.hpp"
+// The studies, compiled once in the kvq_studies library (studies/).
+#include "studies.hpp"
 
 #include "mma.hpp"
 #include "subcommands.hpp"
@@ -26,7 +26,7 @@ using kvq::study::usage_error;
 // cannot miss one.
 std::string main_help() {
   std::string names;
-  for (const auto& d : kvq::study::compiled::all_studies()) names += (names.empty() ? "" : ", ") + d.name;
+  for (const auto& d : kvq::study::all_studies()) names += (names.empty() ? "" : ", ") + d.name;
   return "kvq " KVQ_VERSION_STRING
          " — bit-exact emulation of low-precision KV-cache formats, and studies of what they do\n"
          "\n"
@@ -53,7 +53,7 @@ std::string study_list_help() {
       "       kvq study merge DIR... [--out DIR]\n"
       "\n"
       "studies:\n";
-  for (const auto& d : kvq::study::compiled::all_studies()) {
+  for (const auto& d : kvq::study::all_studies()) {
     char line[512];
     std::snprintf(line, sizeof line, "  %-10s %s\n", d.name.c_str(), d.summary.c_str());
     s += line;
@@ -98,7 +98,7 @@ int cmd_study_merge(const std::vector<std::string>& args, const std::string& com
   }
   if (dirs.empty()) throw usage_error("merge: no directory given (usage: kvq study merge DIR... [--out DIR])");
   if (out.empty()) out = dirs.front();
-  const file_set files = merge_partials(dirs, out, command_line, [](const std::string& n) { return compiled::find_study(n); });
+  const file_set files = merge_partials(dirs, out, command_line, [](const std::string& n) { return find_study(n); });
   std::printf("wrote:");
   for (const auto& f : files) std::printf(" %s", f.first.c_str());
   std::printf("\n");
@@ -109,7 +109,7 @@ int cmd_study(const std::vector<std::string>& args, const std::string& command_l
   using namespace kvq::study;
   if (args.empty()) {
     std::vector<std::string> names;
-    for (const auto& d : compiled::all_studies()) names.push_back(d.name);
+    for (const auto& d : all_studies()) names.push_back(d.name);
     throw usage_error("study: no study named (allowed: " + join(names) + ", merge; see kvq study --help)");
   }
   if (is_help(args[0])) {
@@ -117,10 +117,10 @@ int cmd_study(const std::vector<std::string>& args, const std::string& command_l
     return 0;
   }
   if (args[0] == "merge") return cmd_study_merge(std::vector<std::string>(args.begin() + 1, args.end()), command_line);
-  const study_def* def = compiled::find_study(args[0]);
+  const study_def* def = find_study(args[0]);
   if (!def) {
     std::vector<std::string> names;
-    for (const auto& d : compiled::all_studies()) names.push_back(d.name);
+    for (const auto& d : all_studies()) names.push_back(d.name);
     throw usage_error("unknown study '" + args[0] + "' (allowed: " + join(names) + ")");
   }
   return run_from_command_line(*def, std::vector<std::string>(args.begin() + 1, args.end()), command_line);

@@ -7,8 +7,8 @@
 // (MPI_Gatherv of their JSON text), merges them as `kvq study merge` does, prints the
 // tables and writes the same CSVs as a single run (--threads is per rank). Bad input: one
 // line on stderr (from rank 0), exit status 2 on every rank, nothing written.
-// The studies, compiled once in the kvq_studies library (examples/compiled_studies/).
-#include "compiled_studies/compiled_studies.hpp"
+// The studies, compiled once in the kvq_studies library (studies/).
+#include "studies.hpp"
 
 #include <mpi.h>
 
@@ -60,10 +60,10 @@ int run(int argc, char** argv, int rank, int size) {
   std::string command_line = "kvq-mpi";
   for (const auto& a : args) command_line += " " + a;
   if (args.size() < 2 || args[0] != "study") throw usage_error("expected: study <name> [options] (see --help)");
-  const study_def* def = compiled::find_study(args[1]);
+  const study_def* def = find_study(args[1]);
   if (!def) {
     std::vector<std::string> names;
-    for (const auto& d : compiled::all_studies()) names.push_back(d.name);
+    for (const auto& d : all_studies()) names.push_back(d.name);
     throw usage_error("unknown study '" + args[1] + "' (allowed: " + join(names) + ")");
   }
   const run_request req = parse_run_request(*def, std::vector<std::string>(args.begin() + 2, args.end()));

@@ -1,12 +1,15 @@
-// studies/kv_source.hpp — where a study's Q/K/V come from: kvq's synthetic generator
-// (kvq::inject::generate_qkv), or, with --kv FILE, one head captured from a real model
-// (kvq/study/kv_file.hpp; docs/kv-input.md). Each study calls study_qkv() in place of
-// generate_qkv() and record_qkv_source() for its JSON setup, so a study changes in one
-// place; the injectors (outliers, ...) then apply on top of either.
+/// \file
+/// kvq/study/kv_source.hpp — where a study's Q/K/V come from: kvq's synthetic generator
+/// (kvq::inject::generate_qkv), or, with --kv FILE, one head captured from a real model
+/// (kvq/study/kv_file.hpp; docs/kv-input.md). Each study calls study_qkv() in place of
+/// generate_qkv() and record_qkv_source() for its JSON setup, so a study changes in one
+/// place; the injectors (outliers, ...) then apply on top of either.
 #pragma once
 
 #include <kvq/inject/generate.hpp>
-#include <kvq/study.hpp>
+#include <kvq/study/json.hpp>
+#include <kvq/study/kv_file.hpp>
+#include <kvq/study/study.hpp>
 
 #include <numeric>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// studies/policy.hpp — the tiered KV cache the seed articles recommend, against uniform
+// studies/policy.cpp — the tiered KV cache the seed articles recommend, against uniform
 // schemes: memory versus distortion.
 //
 // Question (seed article 1, "practical resolution"): keep what matters at high precision
@@ -6,7 +6,7 @@
 // how much memory does that cost, and how much distortion does it save?
 //
 // Setup per context n (one layer, one KV head, head_dim d): the citation scenario of
-// studies/citations.hpp (RoPE, key channel outliers, a massive-activation sink at token
+// studies/citations.cpp (RoPE, key channel outliers, a massive-activation sink at token
 // 0, one citation span per query). Each policy is a kvq::kv::precision_policy stored in a
 // kvq::kv::layer_cache (prefill in one chunk; tensor scales calibrated from it and frozen,
 // as vLLM does):
@@ -18,13 +18,12 @@
 // values). Attention: double reference on the original K/V vs fp32 attention on the
 // cache's dequantized K/V (kvq::attention). The frontier marks the policies no other
 // policy beats on both bits per value and mean KL at the same context.
-#pragma once
+#include "studies.hpp"
 
-#include "citations.hpp"
 #include <kvq/study.hpp>
-#include "citation_scenario.hpp"
-#include "lab.hpp"
-#include "stats.hpp"
+#include <kvq/study/citation_scenario.hpp>
+#include <kvq/study/lab.hpp>
+#include <kvq/study/stats.hpp>
 
 #include <kvq/attention/variants.hpp>
 #include <kvq/inject/scenario.hpp>
@@ -103,7 +102,7 @@ inline table output_schema() {
   return t;
 }
 
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "policy";
   d.summary = "tiered cache (bf16 sinks, citation spans, recent window; NVFP4/FP8 rest) vs uniform schemes: memory/distortion";
@@ -136,7 +135,7 @@ inline study_def definition() {
   };
   d.outputs = {output_schema()};
   d.validate = [](const config& c) {
-    citations::check_span_grid(c);
+    lab::check_span_grid(c);
     // The cache checks each format against head_dim (block sizes) when it is made.
     for (const auto& pd : make_policies(c, {})) {
       try {
@@ -227,8 +226,8 @@ inline study_def definition() {
         for (std::size_t q = 0; q < nq; ++q) {
           att.run(&x.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
           qm.push_back(lab::evaluate(x.p[q].data(), p.data(), n, x.o[q].data(), o.data(), hd, ws));
-          const std::size_t rr = citations::span_rank(x.p[q].data(), n, x.spans[q]);
-          const std::size_t er = citations::span_rank(p.data(), n, x.spans[q]);
+          const std::size_t rr = lab::span_rank(x.p[q].data(), n, x.spans[q]);
+          const std::size_t er = lab::span_rank(p.data(), n, x.spans[q]);
           if (rr <= k) {
             ++eligible;
             lost += er > k;

@@ -1,4 +1,4 @@
-// studies/rotation.hpp — key channel outliers with and without a Hadamard rotation of
+// studies/rotation.cpp — key channel outliers with and without a Hadamard rotation of
 // the head dimension before quantization (incoherent processing: QuaRot, QuIP#), for
 // per-tensor, per-token and per-block scaling.
 //
@@ -14,13 +14,12 @@
 //
 // With --kv FILE (docs/kv-input.md) Q/K/V are one captured head instead of the N(0, 1)
 // draws (head_dim must still be a power of two); the outliers are injected on top.
-#pragma once
+#include "studies.hpp"
 
 #include <kvq/study.hpp>
-#include "kv_source.hpp"
-#include "lab.hpp"
-#include "outliers.hpp"
-#include "schemes.hpp"
+#include <kvq/study/kv_source.hpp>
+#include <kvq/study/lab.hpp>
+#include <kvq/study/schemes.hpp>
 
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/variants.hpp>
@@ -65,7 +64,7 @@ inline table output_schema() {
   return t;
 }
 
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "rotation";
   d.summary = "key channel outliers with and without a Hadamard rotation, per-tensor vs per-token vs per-block scaling";
@@ -149,7 +148,7 @@ inline study_def definition() {
       std::vector<float> o(hd);
       kvq::metrics::workspace ws(n);
       for (std::size_t si = 0; si < NS; ++si) {
-        const scheme_spec& sc = find_scheme(schemes[si]);
+        const scheme_spec& sc = scheme_named(schemes[si]);
         for (int rot = 0; rot < 2; ++rot) {
           kvq::attention::storage_options so;
           so.codec = kvq::attention::codec_of(sc);

@@ -1,4 +1,4 @@
-// studies/outliers.hpp — the flagship study: what key channel outliers do to the
+// studies/outliers.cpp — the flagship study: what key channel outliers do to the
 // attention ranking under each KV-cache scheme, as the context grows.
 //
 // Question (seed article 1): "a single large outlier can own a block scale and flush
@@ -16,20 +16,20 @@
 //   depend on m at all: every change in the emulated attention is damage done through
 //   the quantization scales the outliers own. m = 0: no outliers.
 // For each scheme: K^ = dequant(quant(K)), V^ likewise (kvq::block recipes, blocks along
-// head_dim; see studies/schemes.hpp); reference attention in double on K/V versus fp32
-// attention on K^/V^ (studies/lab.hpp); per-query metrics (kvq::metrics) averaged over
+// head_dim; see kvq/study/schemes.hpp); reference attention in double on K/V versus fp32
+// attention on K^/V^ (kvq/study/lab.hpp); per-query metrics (kvq::metrics) averaged over
 // the queries; and the share of K elements flushed to zero: over all non-outlier
 // elements, and over those sharing a scale with an outlier channel.
 //
 // With --kv FILE (docs/kv-input.md) Q/K/V are one captured head instead of the N(0, 1)
 // draws; the context is its token count, and the same channel outliers are injected on
 // top (m = 0: the captured keys as they are).
-#pragma once
+#include "studies.hpp"
 
 #include <kvq/study.hpp>
-#include "kv_source.hpp"
-#include "lab.hpp"
-#include "schemes.hpp"
+#include <kvq/study/kv_source.hpp>
+#include <kvq/study/lab.hpp>
+#include <kvq/study/schemes.hpp>
 
 #include <kvq/inject/generate.hpp>
 #include <kvq/inject/patterns.hpp>
@@ -106,7 +106,7 @@ inline table output_schema() {
   return t;
 }
 
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "outliers";
   d.summary = "key channel outliers x scheme x context length -> rank distortion and flushed-to-zero share";
@@ -220,7 +220,7 @@ inline study_def definition() {
       run_sharded_tasks(ctx, cost.size(), cost, [&](std::size_t i) {
         const std::size_t ci = i / NS, si = i % NS;
         const std::size_t n = static_cast<std::size_t>(ctxs[ci]);
-        const scheme_spec& sc = find_scheme(schemes[si]);
+        const scheme_spec& sc = scheme_named(schemes[si]);
         // V does not depend on the magnitude: quantize it once, then give the attention
         // path the dequantized V and only the key codec.
         const matrix_f Vh = kvq::attention::transform_of(sc, kv_role::value)(base.v[0].topRows(static_cast<Eigen::Index>(n)));
@@ -281,7 +281,7 @@ inline study_def definition() {
     r.setup["reference"] = ("double attention on the original float K/V");
     r.setup["emulated"] = ("fp32 attention on dequantized K/V (storage-only)");
     json sj = json::object();
-    for (const auto& name : schemes) sj[name] = (find_scheme(name).description);
+    for (const auto& name : schemes) sj[name] = (scheme_named(name).description);
     r.setup["schemes"] = (sj);
 
     // Findings from the numbers.

@@ -1,4 +1,4 @@
-// studies/citations.hpp — the falsification test of seed article 1.
+// studies/citations.cpp — the falsification test of seed article 1.
 //
 // The article: run an FP16 engine and an FP8/NVFP4-cache engine side by side on the
 // same long prompts; if the false-citation rate differs by less than 0.2 percentage
@@ -23,12 +23,12 @@
 // context. Only the keys matter for the weights, so V is not quantized.
 // Reference weights: double (kvq::attention reference_query's scores and softmax);
 // emulated: fp32 scores and softmax on the dequantized keys (storage_query's order).
-#pragma once
+#include "studies.hpp"
 
 #include <kvq/study.hpp>
-#include "lab.hpp"
-#include "schemes.hpp"
-#include "stats.hpp"
+#include <kvq/study/lab.hpp>
+#include <kvq/study/schemes.hpp>
+#include <kvq/study/stats.hpp>
 
 #include <kvq/core/math.hpp>
 #include <kvq/core/reduce.hpp>
@@ -49,29 +49,6 @@ using kvq::matrix_f;
 // The article's threshold (percentage points) and where it applies (beyond 32k tokens).
 inline constexpr double threshold = 0.002;
 inline constexpr long long beyond = 32768;
-
-// The weights of the queries: the attention kernels' own bits (reference_weights and
-// storage_weights of kvq/attention/kernels.hpp, batched by kvq/attention/weights_batch.hpp),
-// in double on the original keys and in fp32 on the dequantized ones.
-inline kvq::attention::rows_view<float> rows_of(const matrix_f& K) {
-  return {K.data(), static_cast<std::size_t>(K.rows()), static_cast<std::size_t>(K.cols()),
-          static_cast<std::size_t>(K.cols())};
-}
-// b consecutive query rows (p: b * n doubles; s: b * n floats).
-inline void weights_reference_batch(const float* q, std::size_t b, const matrix_f& K, double* p) {
-  kvq::attention::reference_weights_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), p);
-}
-inline void weights_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale, float* s, double* p) {
-  kvq::attention::storage_weights_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), scale, s, p);
-}
-
-// Best (smallest) 1-based attention rank over the span's tokens (kvq::metrics order:
-// decreasing weight, lower index wins ties).
-inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<std::size_t>& span) {
-  std::size_t best = n + 1;
-  for (std::size_t t : span) best = std::min(best, kvq::metrics::rank_of(p, n, t));
-  return best;
-}
 
 inline table results_schema() {
   table t;
@@ -108,36 +85,7 @@ inline table verdict_schema() {
 }
 
 
-// Grid checks shared by the studies that place citation spans (this one and policy): an
-// even head_dim for RoPE, room for every query's span in the shortest context, and a
-// top-k below it.
-inline void check_span_grid(const config& c) {
-  if (c.integer("head-dim") % 2 != 0)
-    throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
-                      " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
-  // The scenario reserves channels: 4 for the key outliers (when --outlier > 0) and 2
-  // for the massive activation, which the sink direction avoids; the citation spans'
-  // directions avoid those and the sink direction, so 2 channels must stay free
-  // (kvq::inject::inject_sinks and inject_needles fail on a zero-norm direction).
-  const bool outliers = c.real("outlier") > 0;
-  const long long need_dim = (outliers ? 4 : 0) + 2 + 2;
-  if (c.integer("head-dim") < need_dim)
-    throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) + " is too small: the scenario reserves " +
-                      (outliers ? std::string("4 outlier and ") : std::string()) +
-                      "2 massive-activation channels and needs 2 more for the sink and citation directions "
-                      "(allowed: even head dimensions >= 8, or >= 4 with --outlier 0)");
-  const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
-  const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
-  if (nmin < need)
-    throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
-                      std::to_string(c.integer("queries")) + " spans of " + std::to_string(c.integer("span")) +
-                      " tokens (allowed: contexts >= " + std::to_string(need) + ", or fewer --queries)");
-  if (c.integer("topk") >= nmin)
-    throw usage_error("--topk " + std::to_string(c.integer("topk")) + " is not below the shortest context " +
-                      std::to_string(nmin) + " (allowed: 1 to context-1)");
-}
-
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "citations";
   d.summary = "falsification test: false-citation rate of low-precision KV caches vs context length (0.2 pp beyond 32k)";
@@ -173,7 +121,7 @@ inline study_def definition() {
     if (c.real("margin-min") > c.real("margin-max"))
       throw usage_error("--margin-min " + term_cell(cell(c.real("margin-min"))) + " exceeds --margin-max " +
                         term_cell(cell(c.real("margin-max"))) + " (allowed: margin-min <= margin-max)");
-    check_span_grid(c);
+    lab::check_span_grid(c);
   };
   d.run = [](const context& ctx) {
     const config& cfg = ctx.cfg;
@@ -201,42 +149,10 @@ inline study_def definition() {
     run_sharded_tasks(ctx, ntask, cost, [&](std::size_t ti) {
       const std::size_t n = static_cast<std::size_t>(ctxs[ti / seeds]);
       const std::uint64_t seed = cfg.seed * 1000003ull + static_cast<std::uint64_t>(ti % seeds);
-      kvq::inject::scenario_config sc;
-      sc.shape.tokens = n;
-      sc.shape.queries = nq;
-      sc.shape.head_dim = hd;
-      sc.shape.seed = seed;
-      if (outl > 0) {
-        kvq::inject::channel_outlier_config oc;
-        oc.random_count = 4;
-        oc.seed = seed;
-        oc.gain = 1.0f;
-        for (int i = 0; i < 4; ++i) oc.offsets.push_back(static_cast<float>(i % 2 ? -outl : outl));
-        sc.outliers = oc;
-      }
-      kvq::inject::massive_activation_config mc;
-      mc.tokens = {0};
-      mc.factor = 100.0;
-      mc.seed = seed;
-      sc.massive = mc;
-      kvq::inject::sink_config sk;
-      sk.count = 1;
-      sk.delta = sink_delta;
-      sk.seed = seed;
-      sc.sinks = sk;
       // One span per query, at a random offset inside the query's own slot of the
       // context after the sink (slots keep the spans apart), margin uniform in [lo, hi].
-      const kvq::inject::counter_rng rng{seed, kvq::inject::make_stream(kvq::inject::stream_kind::user, 0,
-                                                                        static_cast<std::uint32_t>(n >> 6))};
-      const std::size_t slot = (n - 1) / nq;
-      for (std::size_t q = 0; q < nq; ++q) {
-        kvq::inject::scenario_needle nd;
-        nd.row = q;
-        nd.length = span;
-        nd.position = 1 + q * slot + rng.uniform_below(2 * q, static_cast<std::uint32_t>(slot - span + 1));
-        nd.margin = mlo + (mhi - mlo) * rng.uniform_double(2 * q + 1);
-        sc.needles.push_back(nd);
-      }
+      const kvq::inject::scenario_config sc =
+          lab::citation_scenario(n, nq, hd, seed, outl, sink_delta, span, mlo, mhi, /*stream=*/0);
       const kvq::inject::scenario built = kvq::inject::build_scenario(sc);
       const matrix_f& K = built.data.k[0];
       const matrix_f& Q = built.data.q[0];
@@ -250,22 +166,22 @@ inline study_def definition() {
       std::vector<std::vector<std::size_t>> spans(nq);
       for (std::size_t q0 = 0; q0 < nq; q0 += B) {
         const std::size_t b = std::min(B, nq - q0);
-        weights_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, p.data());
+        lab::weights_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, p.data());
         for (std::size_t q = q0; q < q0 + b; ++q) {
           spans[q] = built.needle_tokens(0, q);
-          ref_rank[q] = span_rank(p.data() + (q - q0) * n, n, spans[q]);
+          ref_rank[q] = lab::span_rank(p.data() + (q - q0) * n, n, spans[q]);
         }
       }
       const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
       matrix_f Kh(K.rows(), K.cols());
       for (std::size_t si = 0; si < NS; ++si) {
-        const scheme_spec& sch = find_scheme(schemes[si]);
+        const scheme_spec& sch = scheme_named(schemes[si]);
         sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
         counts& c = res[ti][si];
         for (std::size_t q0 = 0; q0 < nq; q0 += B) {
           const std::size_t b = std::min(B, nq - q0);
-          weights_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, s.data(), p.data());
-          for (std::size_t q = q0; q < q0 + b; ++q) emu_rank[q] = span_rank(p.data() + (q - q0) * n, n, spans[q]);
+          lab::weights_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, s.data(), p.data());
+          for (std::size_t q = q0; q < q0 + b; ++q) emu_rank[q] = lab::span_rank(p.data() + (q - q0) * n, n, spans[q]);
         }
         for (std::size_t q = 0; q < nq; ++q) {
           const std::size_t er = emu_rank[q];

@@ -1,4 +1,4 @@
-// studies/compaction.hpp — "fewer bits or fewer tokens?": KV quantization beside KV
+// studies/compaction.cpp — "fewer bits or fewer tokens?": KV quantization beside KV
 // compaction (eviction and Attention Matching), at equal memory.
 //
 // Question (issue "Fewer bits or fewer tokens?", seed article 2): dropping or merging
@@ -29,7 +29,7 @@
 // honest limit of the method at a given --ref-queries, not a failure.
 //
 // Setup per context n (one head, head_dim d): the citation scenario of
-// studies/policy.hpp (Gaussian Q/K/V, 4 pre-RoPE key channel outliers, RoPE, a
+// studies/policy.cpp (Gaussian Q/K/V, 4 pre-RoPE key channel outliers, RoPE, a
 // massive-activation sink at token 0, citation spans), with --spans "topic" queries, each
 // with its own citation span. Reference queries (used for fitting, --ref-queries) and
 // held-out queries (used for every metric, --held-out) are independent noisy copies of the
@@ -42,13 +42,12 @@
 // n original tokens (evicted tokens weight 0) so every rank metric applies.
 // Fitting time is wall time: not deterministic, so it is only in the JSON
 // (setup.fit_seconds), never in the CSV.
-#pragma once
+#include "studies.hpp"
 
-#include "citations.hpp"
 #include <kvq/study.hpp>
-#include "citation_scenario.hpp"
-#include "lab.hpp"
-#include "schemes.hpp"
+#include <kvq/study/citation_scenario.hpp>
+#include <kvq/study/lab.hpp>
+#include <kvq/study/schemes.hpp>
 
 #include <kvq/attention/variants.hpp>
 #include <kvq/compact.hpp>
@@ -95,7 +94,7 @@ inline std::string ratio_name(double r) {
 inline std::vector<budget_def> make_budgets(const config& c) {
   const std::size_t hd = static_cast<std::size_t>(c.integer("head-dim"));
   std::vector<budget_def> v;
-  for (const auto& s : c.names("schemes")) v.push_back({s, find_scheme(s).bits_per_value(hd), s});
+  for (const auto& s : c.names("schemes")) v.push_back({s, scheme_named(s).bits_per_value(hd), s});
   for (double r : c.reals("ratios")) v.push_back({ratio_name(r), 16.0 / r, ""});
   return v;
 }
@@ -116,7 +115,7 @@ inline std::vector<cell_def> make_cells(const config& c, const std::vector<budge
     for (const auto& m : c.names("methods"))
       v.push_back({m, is_am(m) ? "attention_matching" : "eviction", "bf16", b});
     for (const auto& s : c.names("combo-schemes"))
-      if (find_scheme(s).bits_per_value(hd) > budgets[b].bits) v.push_back({"am_rms+" + s, "am+quantization", s, b});
+      if (scheme_named(s).bits_per_value(hd) > budgets[b].bits) v.push_back({"am_rms+" + s, "am+quantization", s, b});
   }
   return v;
 }
@@ -127,7 +126,7 @@ inline kvq::compact::beta_storage bias_storage(const config& c) {
 
 /// K+V bytes of one token of the head in scheme s (scales included, as bits_per_value).
 inline double bytes_per_token(const std::string& s, std::size_t hd) {
-  return find_scheme(s).bits_per_value(hd) * 2.0 * static_cast<double>(hd) / 8.0;
+  return scheme_named(s).bits_per_value(hd) * 2.0 * static_cast<double>(hd) / 8.0;
 }
 
 inline table output_schema() {
@@ -166,7 +165,7 @@ inline table output_schema() {
   return t;
 }
 
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "compaction";
   d.summary = "fewer bits or fewer tokens: quantization vs eviction vs Attention Matching at equal bytes per token";
@@ -391,7 +390,7 @@ inline study_def definition() {
           c = kvq::compact::attention_matching(x.K, x.V, x.Qref, kept, ao);
         }
         oc.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        const scheme_spec& st = find_scheme(cd.storage);
+        const scheme_spec& st = scheme_named(cd.storage);
         const kvq::compact::compaction_result stored = kvq::compact::quantize_compacted(
             c, kvq::attention::transform_of(st, kv_role::key), kvq::attention::transform_of(st, kv_role::value), bs);
 
@@ -414,8 +413,8 @@ inline study_def definition() {
           std::fill(p.begin(), p.end(), 0.0);
           for (std::size_t j = 0; j < nk; ++j) p[static_cast<std::size_t>(stored.kept[j])] = pk[j];
           qm.push_back(lab::evaluate(x.p[q].data(), p.data(), n, x.o[q].data(), o.data(), hd, ws));
-          const std::size_t rr = citations::span_rank(x.p[q].data(), n, x.spans[q]);
-          const std::size_t er = citations::span_rank(p.data(), n, x.spans[q]);
+          const std::size_t rr = lab::span_rank(x.p[q].data(), n, x.spans[q]);
+          const std::size_t er = lab::span_rank(p.data(), n, x.spans[q]);
           if (rr <= k) {
             ++eligible;
             lost += er > k;

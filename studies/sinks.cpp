@@ -1,4 +1,4 @@
-// studies/sinks.hpp — attention sinks under low-precision KV storage and FP8 attention.
+// studies/sinks.cpp — attention sinks under low-precision KV storage and FP8 attention.
 //
 // Question (seed article 1): sinks concentrate attention mass; does a low-precision
 // cache or FP8 attention math lose the *rest* of the distribution, and does keeping the
@@ -10,7 +10,7 @@
 //   those channels, so they change scales but not logits: Sun et al. 2024), and s sinks
 //   whose logits exceed the background mean by exactly Delta (StreamingLLM).
 // Paths (the emulated side; the reference is double attention on the original K/V):
-//   <scheme>        storage-only: K/V through the scheme (studies/schemes.hpp), fp32 math;
+//   <scheme>        storage-only: K/V through the scheme (kvq/study/schemes.hpp), fp32 math;
 //   fa3_s1_fwd ...  FlashAttention-3 FP8 forward (kvq::attention::fa3_fp8_attention):
 //                   Q/K/V in e4m3 (descale 1), P scaled by S = 1 or 256 and cast to e4m3,
 //                   KV blocks of 128 tokens first-to-last (fwd) or last-to-first (rev, FA3).
@@ -19,12 +19,12 @@
 //   rows enter the kernel unquantized while P is still cast to FP8.
 // With --kv FILE (docs/kv-input.md) the captured head replaces the Gaussian Q/K/V and no
 // synthetic RoPE is applied; the massive activations and sinks are injected on top.
-#pragma once
+#include "studies.hpp"
 
 #include <kvq/study.hpp>
-#include "kv_source.hpp"
-#include "lab.hpp"
-#include "schemes.hpp"
+#include <kvq/study/kv_source.hpp>
+#include <kvq/study/lab.hpp>
+#include <kvq/study/schemes.hpp>
 
 #include <kvq/attention/kernels.hpp>
 #include <kvq/core/float16.hpp>
@@ -92,7 +92,7 @@ inline table output_schema() {
   return t;
 }
 
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "sinks";
   d.summary = "sink count x logit gap x path (storage schemes, FA3 FP8 attention S=1/256 fwd/rev), with/without IntactKV";
@@ -281,7 +281,7 @@ inline study_def definition() {
               }
             }
           } else {
-            const scheme_spec& sc = find_scheme(path);
+            const scheme_spec& sc = scheme_named(path);
             kvq::attention::storage_options so;
             if (!keep) {
               so.codec = kvq::attention::codec_of(sc);

@@ -1,5 +1,6 @@
-// studies/stats.hpp — small statistics the studies report: Wilson score intervals for
-// rates, and Pareto frontiers.
+/// \file
+/// kvq/study/stats.hpp — small statistics the studies report: Wilson score intervals for
+/// rates, and Pareto frontiers.
 #pragma once
 
 #include <cmath>
@@ -9,14 +10,17 @@
 
 namespace kvq::study {
 
-// Wilson score interval for k successes out of n at z = 1.96 (95 %):
-//   center = (p + z^2/2n) / (1 + z^2/n),  half = z/(1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
-// Unlike the normal approximation it stays inside [0, 1] and is informative at k = 0,
-// where the upper bound is z^2/(n + z^2): to show a rate below 0.2 % one needs n >= 1917.
+/// Wilson score interval for k successes out of n at z = 1.96 (95 %):
+///   center = (p + z^2/2n) / (1 + z^2/n),  half = z/(1 + z^2/n) * sqrt(p(1-p)/n + z^2/4n^2).
+/// Unlike the normal approximation it stays inside [0, 1] and is informative at k = 0,
+/// where the upper bound is z^2/(n + z^2): to show a rate below 0.2 % one needs n >= 1917.
 struct interval {
-  double rate, low, high;
+  double rate;  ///< k / n (NaN when n is 0)
+  double low;   ///< lower bound of the 95 % interval
+  double high;  ///< upper bound of the 95 % interval
 };
 
+/// The Wilson score interval of k successes in n trials at `z` (default: 95 %).
 inline interval wilson(std::size_t k, std::size_t n, double z = 1.959963984540054) {
   if (n == 0) return {std::nan(""), 0.0, 1.0};
   const double nn = static_cast<double>(n);
@@ -31,8 +35,8 @@ inline interval wilson(std::size_t k, std::size_t n, double z = 1.95996398454005
   return {p, lo < 0 ? 0.0 : lo, hi > 1 ? 1.0 : hi};
 }
 
-// Indices of the points on the lower-left Pareto frontier of (cost, loss): no other
-// point has cost <= and loss <= with one of them strictly smaller. Ties keep the first.
+/// Indices of the points on the lower-left Pareto frontier of (cost, loss): no other
+/// point has cost <= and loss <= with one of them strictly smaller. Ties keep the first.
 inline std::vector<bool> pareto_front(const std::vector<double>& cost, const std::vector<double>& loss) {
   const std::size_t n = cost.size();
   std::vector<bool> on(n, true);

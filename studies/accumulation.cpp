@@ -1,4 +1,4 @@
-// studies/accumulation.hpp — FP8 attention under the accumulation of Hopper's tensor
+// studies/accumulation.cpp — FP8 attention under the accumulation of Hopper's tensor
 // cores.
 //
 // Question: FlashAttention-3's FP8 GEMMs run on sm_90 tensor cores whose fp8 inner
@@ -23,10 +23,10 @@
 //   sm90_promote_N   the same, P.V promoted to an fp32 accumulator every N steps of 32
 //                    tokens (N = 7 is once per KV tile of 224 tokens).
 // Reference: double attention on the original K/V.
-#pragma once
+#include "studies.hpp"
 
 #include <kvq/study.hpp>
-#include "lab.hpp"
+#include <kvq/study/lab.hpp>
 
 #include <kvq/attention/fa3_tiles.hpp>
 #include <kvq/attention/variants.hpp>
@@ -99,7 +99,7 @@ inline table output_schema() {
   return t;
 }
 
-inline study_def definition() {
+study_def definition() {
   study_def d;
   d.name = "accumulation";
   d.summary = "FP8 attention (FA3) under ideal fp32 vs sm_90 tensor-core accumulation, promoted every N steps";

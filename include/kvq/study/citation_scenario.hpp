@@ -1,0 +1,128 @@
+/// \file
+/// kvq/study/citation_scenario.hpp — the one-head citation scenario the policy and
+/// compaction studies share: key channel outliers (4 channels, offsets ±outlier,
+/// alternating; none when outlier is 0), a massive activation on token 0 (factor 100),
+/// one sink (logit gap sink_delta), and one citation span of `span` tokens per query,
+/// placed at a random offset in the query's own slot of the context with a random margin
+/// in [margin_min, margin_max) (counter-based draws keyed by the seed, the stream index and
+/// n / 64); the citations study uses the same scenario with its own margins and stream 0.
+/// Also the pieces every study that plants citation spans needs: the batched attention
+/// weights, the span's best rank and the grid checks.
+#pragma once
+
+#include <kvq/attention/weights_batch.hpp>
+#include <kvq/core/matrix.hpp>
+#include <kvq/inject/scenario.hpp>
+#include <kvq/metrics/order.hpp>
+#include <kvq/study/error.hpp>
+#include <kvq/study/params.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvq::study::lab {
+
+using kvq::matrix_f;
+
+/// The scenario of one context: `n` tokens, `queries` citation spans of `span` tokens,
+/// head dimension `head_dim`; `stream` selects the counter-based stream of the span
+/// placement (the policy and compaction studies use 1, the citations study 0).
+inline kvq::inject::scenario_config citation_scenario(std::size_t n, std::size_t queries, std::size_t head_dim,
+                                                      std::uint64_t seed, double outlier, double sink_delta,
+                                                      std::size_t span, double margin_min = -0.5,
+                                                      double margin_max = 1.5, std::uint32_t stream = 1) {
+  kvq::inject::scenario_config s;
+  s.shape.tokens = n;
+  s.shape.queries = queries;
+  s.shape.head_dim = head_dim;
+  s.shape.seed = seed;
+  kvq::inject::channel_outlier_config oc;
+  oc.random_count = 4;
+  oc.seed = seed;
+  oc.gain = 1.0f;
+  for (int i = 0; i < 4; ++i) oc.offsets.push_back(static_cast<float>(i % 2 ? -outlier : outlier));
+  if (outlier > 0) s.outliers = oc;
+  kvq::inject::massive_activation_config mc;
+  mc.tokens = {0};
+  mc.factor = 100.0;
+  mc.seed = seed;
+  s.massive = mc;
+  kvq::inject::sink_config sk;
+  sk.count = 1;
+  sk.delta = sink_delta;
+  sk.seed = seed;
+  s.sinks = sk;
+  const kvq::inject::counter_rng rng{seed, kvq::inject::make_stream(kvq::inject::stream_kind::user, stream,
+                                                                    static_cast<std::uint32_t>(n >> 6))};
+  const std::size_t slot = (n - 1) / queries;
+  for (std::size_t q = 0; q < queries; ++q) {
+    kvq::inject::scenario_needle nd;
+    nd.row = q;
+    nd.length = span;
+    nd.position = 1 + q * slot + rng.uniform_below(2 * q, static_cast<std::uint32_t>(slot - span + 1));
+    nd.margin = margin_min + (margin_max - margin_min) * rng.uniform_double(2 * q + 1);
+    s.needles.push_back(nd);
+  }
+  return s;
+}
+
+/// The rows of `K` as the batched weight kernels read them. The weights below are the
+/// attention kernels' own bits (reference_weights and storage_weights of
+/// kvq/attention/kernels.hpp, batched by kvq/attention/weights_batch.hpp), in double on
+/// the original keys and in fp32 on the dequantized ones.
+inline kvq::attention::rows_view<float> rows_of(const matrix_f& K) {
+  return {K.data(), static_cast<std::size_t>(K.rows()), static_cast<std::size_t>(K.cols()),
+          static_cast<std::size_t>(K.cols())};
+}
+/// The weights of b consecutive query rows in double on the original keys `K`
+/// (p: b * n doubles).
+inline void weights_reference_batch(const float* q, std::size_t b, const matrix_f& K, double* p) {
+  kvq::attention::reference_weights_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), p);
+}
+/// The same queries' weights in fp32 on the dequantized keys `K` (scores `s`, softmax
+/// scale `scale`), written as doubles to `p`.
+inline void weights_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale, float* s, double* p) {
+  kvq::attention::storage_weights_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), scale, s, p);
+}
+
+/// Best (smallest) 1-based attention rank over the span's tokens (kvq::metrics order:
+/// decreasing weight, lower index wins ties).
+inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<std::size_t>& span) {
+  std::size_t best = n + 1;
+  for (std::size_t t : span) best = std::min(best, kvq::metrics::rank_of(p, n, t));
+  return best;
+}
+
+/// Grid checks shared by the studies that place citation spans (citations, policy): an
+/// even head_dim for RoPE, room for every query's span in the shortest context, and a
+/// top-k below it.
+inline void check_span_grid(const config& c) {
+  if (c.integer("head-dim") % 2 != 0)
+    throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                      " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+  // The scenario reserves channels: 4 for the key outliers (when --outlier > 0) and 2
+  // for the massive activation, which the sink direction avoids; the citation spans'
+  // directions avoid those and the sink direction, so 2 channels must stay free
+  // (kvq::inject::inject_sinks and inject_needles fail on a zero-norm direction).
+  const bool outliers = c.real("outlier") > 0;
+  const long long need_dim = (outliers ? 4 : 0) + 2 + 2;
+  if (c.integer("head-dim") < need_dim)
+    throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) + " is too small: the scenario reserves " +
+                      (outliers ? std::string("4 outlier and ") : std::string()) +
+                      "2 massive-activation channels and needs 2 more for the sink and citation directions "
+                      "(allowed: even head dimensions >= 8, or >= 4 with --outlier 0)");
+  const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
+  const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
+  if (nmin < need)
+    throw usage_error("--contexts " + std::to_string(nmin) + " is too short for " +
+                      std::to_string(c.integer("queries")) + " spans of " + std::to_string(c.integer("span")) +
+                      " tokens (allowed: contexts >= " + std::to_string(need) + ", or fewer --queries)");
+  if (c.integer("topk") >= nmin)
+    throw usage_error("--topk " + std::to_string(c.integer("topk")) + " is not below the shortest context " +
+                      std::to_string(nmin) + " (allowed: 1 to context-1)");
+}
+
+}  // namespace kvq::study::lab
