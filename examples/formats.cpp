@@ -1,5 +1,5 @@
 // Prints the formats table: bits, bias, range and what every edge case becomes.
-// The same table is in the README; `kvq formats` prints it too.
+// The same table is in docs/formats.md; `kvq formats` prints it too.
 #include <cstdio>
 
 #include <kvq/format.hpp>

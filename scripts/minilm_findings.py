@@ -11,7 +11,7 @@ script then reports, per layer and head,
   with kvq (blocks along head_dim, one call per head, as the outliers study stores a
   head), attention recomputed in float64 from the exact Q.
 
-It writes docs/minilm.md (the README's "Real model KV" numbers come from it) and keeps
+It writes docs/minilm.md (the numbers of docs/results/minilm.md come from it) and keeps
 the capture file for `kvq study ... --kv`. Deterministic: fixed text, eval mode, CPU.
 
   HF_HUB_OFFLINE=1 python scripts/minilm_findings.py [--out docs/minilm.md] [--kv FILE]

@@ -1,5 +1,5 @@
 """ml_dtypes casts from float32 as oracles, bit for bit, with the kvq policy that
-reproduces each one (the README, "Peers run as oracles", lists the same table)."""
+reproduces each one (docs/formats.md, "Peers run as oracles", lists the same table)."""
 
 import numpy as np
 import pytest

@@ -8,7 +8,7 @@
 #    mxfp8 -> mxfp8_e4m3_rceil, and the policy study's calibrated FP8 (formerly printed
 #    fp8_e4m3) -> fp8_e4m3_cal; (b) the kivi_int4 rows (outliers, sinks; rotation has no
 #    kivi_int4 on its quick grid), whose fp16 window of 128 + (n - 128) mod 32 keys became
-#    KIVI's own n mod 128 keys in fp32 (README, "Changes").
+#    KIVI's own n mod 128 keys in fp32 (CHANGELOG.md).
 #  - compaction.csv added with the compaction study (its fitting wall time is in the JSON
 #    only, so the CSV is deterministic).
 

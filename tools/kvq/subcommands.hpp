@@ -67,7 +67,7 @@ inline int cmd_formats(const std::vector<std::string>& args) {
           "special values, what NaN/Inf/overflow/-0 encode to, and where each format appears\n"
           "in KV caches. Every number is computed from the format traits and the encoder.\n\n"
           "  --csv        CSV with every column (edge cases included)\n"
-          "  --markdown   the Markdown table of the README\n",
+          "  --markdown   the Markdown table of docs/formats.md\n",
           stdout);
       return 0;
     }

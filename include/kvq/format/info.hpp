@@ -137,7 +137,7 @@ inline std::array<format_info, 9> all_format_infos() {
 }
 
 /// The formats table as GitHub-flavoured Markdown (what `kvq formats` prints and
-/// what the README shows).
+/// what docs/formats.md shows).
 inline std::string format_table_markdown() {
   std::string s =
       "| format | s-e-m | bias | max finite | min normal | min subnormal | specials | float NaN -> | "
