@@ -1,7 +1,8 @@
 /// \file
 /// kvq/core.hpp — the core layer every other layer builds on: bit views and NaN tests,
 /// 16-bit float rounding, deterministic elementary functions, fixed-shape reductions,
-/// the matrix types, the error helper and the input-file check.
+/// the matrix types, the error helper, the input-file check, the thread pool and the
+/// atomic output-file writer.
 #pragma once
 
 #include <kvq/config.hpp>
@@ -15,6 +16,7 @@
 #include <kvq/core/error.hpp>
 #include <kvq/core/input_file.hpp>
 #include <kvq/core/parallel.hpp>
+#include <kvq/core/atomic_file.hpp>
 
 /// \namespace kvq::math
 /// Deterministic elementary functions (exp, exp2, log, log2, sin, cos, ...) built only

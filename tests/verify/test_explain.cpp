@@ -414,6 +414,22 @@ TEST_CASE("explain: --dump of the reciprocal-order kernel, every field", "[verif
   CHECK(all == std::string(mismatch_csv_header()) + "\n");
   // an element scheme has nothing to explain
   CHECK(run({"--scheme", "e4m3", "--input", in, "--codes", codes, "--dump", dump}).status == 2);
+  // --dump to a device writes to it and leaves it a device; a symbolic link is refused
+  // and left alone with its target (kvq/core/atomic_file.hpp)
+  CHECK(run({"--scheme", "nvfp4_te", "--input", in, "--codes", codes, "--scales", scales, "--dump", "/dev/null"}).status ==
+        0);
+  CHECK(fs::is_character_file(fs::symlink_status("/dev/null")));
+  const fs::path link = dir / "link.csv", victim = dir / "victim.csv";
+  { std::ofstream(victim) << "victim"; }
+  fs::create_symlink(victim, link);
+  const auto refused = run({"--scheme", "nvfp4_te", "--input", in, "--codes", codes, "--scales", scales, "--dump",
+                            link.string()});
+  CHECK(refused.status == 2);
+  CHECK(refused.err.find("symbolic link") != std::string::npos);
+  CHECK(fs::is_symlink(fs::symlink_status(link)));
+  std::ifstream vf(victim);
+  std::string vs((std::istreambuf_iterator<char>(vf)), std::istreambuf_iterator<char>());
+  CHECK(vs == "victim");
   fs::remove_all(dir);
 }
 

@@ -11,8 +11,11 @@
 
 #include <kvq/config.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <iostream>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -128,7 +131,7 @@ int cmd_study(const std::vector<std::string>& args, const std::string& command_l
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_command(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string command_line = "kvq";
   for (const auto& a : args) command_line += " " + a;
@@ -173,3 +176,28 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+namespace {
+
+// A full disk, /dev/full or a closed pipe shows only when the buffered output is flushed
+// or closed: check both, so a command whose output was lost does not exit 0.
+int finish_output(int rc) {
+  std::cout.flush();
+  errno = 0;
+  const bool flush_failed = std::fflush(stdout) != 0;  // first: its errno names the reason
+  const int e = errno;
+  const bool failed = flush_failed || std::ferror(stdout) != 0 || std::cout.fail();
+  const bool close_failed = std::fclose(stdout) != 0;
+  if (failed || close_failed) {
+    const int why = failed ? e : errno;
+    std::fprintf(stderr, "kvq: error: cannot write the standard output%s%s\n", why ? ": " : "",
+                 why ? std::strerror(why) : "");
+    return rc == 0 ? 1 : rc;
+  }
+  if (std::fflush(stderr) != 0 || std::ferror(stderr) != 0) return rc == 0 ? 1 : rc;
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return finish_output(run_command(argc, argv)); }

@@ -60,7 +60,8 @@ const char kHelp[] =
     "KV-cache memory of one model under each storage format: bytes per token, the bytes of\n"
     "B sequences of N tokens, and what fits in a budget (longest context for B sequences,\n"
     "most sequences of N tokens). Every stored byte is counted: codes, block scales, zero\n"
-    "points, tensor scales, KIVI's fp16 residual window, and page rounding (a sequence of\n"
+    "points, tensor scales, KIVI's full-precision residual window (in the scheme's compute\n"
+    "dtype: fp32 for kivi_int*, fp16 for kivi_int*_fp16), and page rounding (a sequence of\n"
     "n tokens holds ceil(n/P) pages of P tokens, as vLLM's paged cache does).\n\n"
     "  --model NAME        llama3.1-8b (default), llama3.1-70b, qwen2.5-7b, deepseek-v3 (MLA)\n"
     "  --layers L --kv-heads H --head-dim D\n"
@@ -73,7 +74,7 @@ const char kHelp[] =
     "  --batch B           sequences (default 1)\n"
     "  --budget-gib G      memory for the KV cache in GiB (default 40)\n"
     "  --page-tokens P     tokens per page (default 16, vLLM's block size; 0 = no paging)\n"
-    "  --kivi-residual R   KIVI's fp16 window of recent tokens (default 128)\n"
+    "  --kivi-residual R   KIVI's full-precision window of recent tokens (default 128)\n"
     "  --tiered S,W        also a tiered row per low-precision format: the first S tokens\n"
     "                      (sinks) and the last W tokens in bf16, the rest in the format\n"
     "                      (no page rounding for tiered rows)\n"
@@ -208,7 +209,7 @@ int cmd_memory(const std::vector<std::string>& args) {
 
   struct row_def {
     std::string name;
-    kv::kv_format k;
+    kv::named_format k;  // errors name the scheme as given
     bool is_tiered;
     bool is_compacted = false;
   };
@@ -218,12 +219,12 @@ int cmd_memory(const std::vector<std::string>& args) {
     std::shared_ptr<const kv::scheme> s = kv::registry::global().lookup(name);
     if (!s || !s->format)
       throw usage_error("memory: unknown format '" + name + "' (allowed: " + all_format_names() + ")");
-    rows.push_back({s->name, *s->format, false});
+    rows.push_back({s->name, kv::named_format(*s), false});
   }
   if (tiered) {
     const std::size_t n = rows.size();
     for (std::size_t i = 0; i < n; ++i)
-      if (!std::holds_alternative<kv::hp_format>(rows[i].k)) rows.push_back({rows[i].name, rows[i].k, true});
+      if (!std::holds_alternative<kv::hp_format>(rows[i].k.format)) rows.push_back({rows[i].name, rows[i].k, true});
   }
   if (compacted) {
     const std::size_t n = rows.size();
@@ -238,7 +239,7 @@ int cmd_memory(const std::vector<std::string>& args) {
 
   // A tiered row: sinks and the recent window in bf16, the rest in the row's format.
   auto tiered_policy = [&](const row_def& r) {
-    kv::precision_policy p = kv::precision_policy::uniform(r.k);
+    kv::precision_policy p = kv::precision_policy::uniform(r.k.format);
     p.high = kv::hp_format::bf16;
     p.sink_tokens = sinks;
     p.recent_window = window;
@@ -338,10 +339,16 @@ int cmd_memory(const std::vector<std::string>& args) {
                       static_cast<double>(bytes) / 1073741824.0,
                       static_cast<double>(bytes) / static_cast<double>(bf16_bytes), max_ctx, max_b});
   }
-  if (csv)
+  if (csv) {
     std::fputs(kvq::study::to_csv(t).c_str(), stdout);
-  else
+  } else {
     kvq::study::print_table(t, stdout);
+    // KIVI's window is counted in its compute dtype, which differs between the variants.
+    for (const auto& r : rows)
+      if (!r.is_tiered && !r.is_compacted && kv::kivi_window_dtype(r.k.format))
+        std::printf("%s: the last %zu values and the last n mod %zu keys are kept in %s\n", r.name.c_str(),
+                    kivi.residual, kivi.residual, kv::to_string(*kv::kivi_window_dtype(r.k.format)));
+  }
   for (const auto& sk : skipped) std::fprintf(stderr, "memory: left out %s\n", sk.c_str());
   return 0;
 }

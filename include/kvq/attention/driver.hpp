@@ -25,7 +25,7 @@
 
 #include <cstddef>
 #include <string>
-#include <thread>
+#include <kvq/core/parallel.hpp>
 #include <type_traits>
 #include <vector>
 
@@ -103,18 +103,13 @@ struct slot {
   query_status st;
 };
 
-/// Runs job(slot, row) for rows [r0, r1) on up to `threads` threads, one row each.
+/// Runs job(slot, row) for rows [r0, r1) on up to `threads` threads (at most `threads`
+/// rows, so one row each); row r0 + i uses slot i.
 template <class Job>
 void run_batch(std::vector<slot>& slots, std::size_t r0, std::size_t r1, unsigned threads, Job& job) {
-  const std::size_t cnt = r1 - r0;
-  if (threads <= 1 || cnt <= 1) {
-    for (std::size_t i = 0; i < cnt; ++i) job(slots[i], r0 + i);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (std::size_t i = 1; i < cnt; ++i) pool.emplace_back([&, i] { job(slots[i], r0 + i); });
-  job(slots[0], r0);
-  for (auto& t : pool) t.join();
+  kvq::detail::parallel_chunks("kvq::attention::compare", r1 - r0, threads, 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t i = b; i < e; ++i) job(slots[i], r0 + i);
+  });
 }
 
 inline std::size_t count_nonfinite(const float* o, std::size_t d) {

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <thread>
+#include <kvq/core/parallel.hpp>
 #include <vector>
 
 #include <kvq/inject/normal_array.hpp>
@@ -42,14 +42,7 @@ inline void fill_normal(matrix_f& m, const counter_rng& rng, double mean = 0.0, 
       for (std::size_t j = 0; j < cols; ++j) row[j] = static_cast<float>(mean + stddev * z[j]);
     }
   };
-  if (threads <= 1 || rows < 2 * threads) {
-    work(0, rows);
-    return;
-  }
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back(work, rows * t / threads, rows * (t + 1) / threads);
-  for (auto& th : pool) th.join();
+  kvq::detail::parallel_chunks("kvq::inject::fill_normal", rows, threads == 0 ? 1u : threads, 1, work);
 }
 
 /// Shape, seed and deviations of generate_qkv().

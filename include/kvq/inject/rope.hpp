@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <thread>
+#include <kvq/core/parallel.hpp>
 #include <vector>
 
 #include <kvq/config.hpp>
@@ -76,13 +76,7 @@ inline rope_record apply_rope(matrix_f& m, const std::vector<std::size_t>& posit
   auto work = [&](std::size_t r0, std::size_t r1) {
     for (std::size_t i = r0; i < r1; ++i) rope_rotate_row(m.data() + i * cols, r, positions[i], rec.inv_freq.data(), c.style);
   };
-  if (threads <= 1 || rows < 2 * threads) {
-    work(0, rows);
-  } else {
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(work, rows * t / threads, rows * (t + 1) / threads);
-    for (auto& th : pool) th.join();
-  }
+  kvq::detail::parallel_chunks("kvq::inject::apply_rope", rows, threads == 0 ? 1u : threads, 1, work);
   return rec;
 }
 

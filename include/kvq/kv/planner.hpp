@@ -3,18 +3,11 @@
 /// shape under each storage format, PagedAttention page rounding, and the longest
 /// context or largest batch that fits a memory budget.
 ///
-/// Counting (the same bytes the kv stores hold, see store.hpp):
-/// ~~~
-///   high precision     d * 2 (bf16/fp16) or d * 4 bytes per vector
-///   block schemes      ceil(d*bits/8) code bytes + (d/B) scales (1 byte, or 4 for fp32
-///                      scales) + (d/B) fp32 zero points, per vector of d values; plus one
-///                      fp32 tensor value per layer and K/V where the recipe has one
-///   KIVI values        per token d*bits/8 + (d/G)*(scale + zero); the last `residual`
-///                      tokens at the compute dtype
-///   KIVI keys          per channel and group of G tokens one scale + zero; the last
-///                      n mod `residual` tokens at the compute dtype
-///   (scale/zero/residual width: 2 bytes for the fp16 variants, 4 for fp32)
-/// ~~~
+/// Counting: kv::stored_bytes (store.hpp), the bytes the kv stores hold, plus one fp32
+/// tensor value per layer and K/V where the recipe has one. KIVI's full-precision window
+/// is counted in its compute dtype (fp32 for kivi_int*, fp16 for kivi_int*_fp16).
+/// Formats are given as a kv_format or as a registry scheme (kv::named_format); errors
+/// name the scheme as the caller named it.
 /// A vector is one KV head's key or value for one token (MHA/GQA: 2 * kv_heads vectors
 /// per token per layer); for multi-head latent attention it is the cached latent plus the
 /// decoupled RoPE key (kv_lora_rank + qk_rope_head_dim values, one vector per token per
@@ -38,6 +31,7 @@
 #include <variant>
 
 #include <kvq/kv/cache.hpp>
+#include <kvq/kv/registry.hpp>
 #include <kvq/kv/store.hpp>
 
 namespace kvq {
@@ -78,6 +72,18 @@ inline constexpr model_shape qwen25_7b{"Qwen2.5-7B", 28, 4, 128, false, "Qwen/Qw
 inline constexpr model_shape deepseek_v3{"DeepSeek-V3 (MLA)", 61, 0, 576, true, "deepseek-ai/DeepSeek-V3 config.json"};
 }  // namespace presets
 
+/// A storage format and the name errors call it: a kv_format (named by format_name) or a
+/// registry scheme (named as the user wrote it, e.g. fp8_e4m3_cal).
+struct named_format {
+  kv_format format;  ///< the storage format
+  std::string name;  ///< its name in error messages
+  /// A format under its own name.
+  template <class F, class = std::enable_if_t<std::is_convertible<const F&, kv_format>::value>>
+  named_format(const F& f) : format(f), name(format_name(format)) {}  // NOLINT: implicit on purpose
+  /// A registry scheme under its canonical name (throws for a scheme without a format).
+  named_format(const scheme& s) : format(format_of(s)), name(s.name) {}  // NOLINT: implicit on purpose
+};
+
 namespace detail {
 inline std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 // Every byte count of the planner goes through these: a context or model too large for
@@ -85,53 +91,18 @@ inline std::size_t ceil_div(std::size_t a, std::size_t b) { return a / b + (a % 
 inline std::size_t mul(std::size_t a, std::size_t b) { return kvq::detail::checked_mul(a, b, "kvq::kv planner: KV bytes"); }
 inline std::size_t add(std::size_t a, std::size_t b) { return kvq::detail::checked_add(a, b, "kvq::kv planner: KV bytes"); }
 
-/// Bytes of n_tokens vectors of length d in format f (one head, one of K/V), plus the
-/// format's tensor value if `count_tensor`.
-inline std::size_t vector_bytes(const kv_format& f, kv_role role, std::size_t d, std::size_t n, bool count_tensor,
+/// Bytes of n vectors of length d in format f (one head, one of K/V), plus the format's
+/// tensor value if `count_tensor`.
+inline std::size_t vector_bytes(const named_format& f, kv_role role, std::size_t d, std::size_t n, bool count_tensor,
                                 kivi_options kivi) {
-  return std::visit(
-      [&](const auto& s) -> std::size_t {
-        using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same<T, hp_format>::value) {
-          return mul(mul(n, d), hp_bytes(s));
-        } else if constexpr (kv::detail::is_kivi<T>::value) {
-          const std::size_t g = s.group, pb = sizeof(typename T::compute_type::storage), r = kivi.residual;
-          // Values are grouped along head_dim, keys along tokens in whole residual windows.
-          if (d % g != 0)
-            throw std::invalid_argument("kvq::kv planner: head_dim " + std::to_string(d) + " is not a multiple of " +
-                                        format_name(f) + "'s group size " + std::to_string(g));
-          if (r == 0 || r % g != 0)
-            throw std::invalid_argument("kvq::kv planner: KIVI residual " + std::to_string(r) +
-                                        " is not a positive multiple of the group size " + std::to_string(g));
-          const std::size_t code_row = d * static_cast<std::size_t>(T::storage_bits) / 8;
-          if (role == kv_role::value) {
-            const std::size_t q = n > r ? n - r : 0;
-            return add(mul(q, code_row + 2 * (d / g) * pb), mul(mul(n - q, d), pb));
-          }
-          const std::size_t q = (n / r) * r;
-          return add(add(mul(q, code_row), mul(mul(2 * d, q / g), pb)), mul(mul(n - q, d), pb));
-        } else {
-          std::size_t b = s.block_size();
-          if constexpr (std::is_same<T, block::fp8_per_token_head>::value ||
-                        std::is_same<T, block::int8_per_token_head>::value)
-            b = d;
-          if (d % b != 0)
-            throw std::invalid_argument("kvq::kv planner: head_dim " + std::to_string(d) + " is not a multiple of " +
-                                        format_name(f) + "'s block size " + std::to_string(b));
-          const std::size_t blocks = d / b;
-          const std::size_t per = ceil_div(d * static_cast<std::size_t>(T::storage_bits), 8) +
-                                  (T::scale_bytes ? blocks * static_cast<std::size_t>(T::scale_bytes) : 0) +
-                                  (T::has_zero_point ? blocks * 4 : 0);
-          return add(mul(n, per), (count_tensor && T::tensor != block::tensor_kind::none) ? 4u : 0u);
-        }
-      },
-      f);
+  return add(stored_bytes(f.format, role, d, n, kivi, f.name),
+             (count_tensor && has_tensor_value(f.format)) ? sizeof(float) : 0u);
 }
 }  // namespace detail
 
 /// Exact KV bytes of one sequence of `tokens` tokens with keys in format k and values in
 /// format v (v ignored for MLA), pages of `page_tokens` tokens (0: no paging).
-inline std::size_t kv_bytes(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
+inline std::size_t kv_bytes(const model_shape& m, const named_format& k, const named_format& v, std::size_t tokens,
                             std::size_t page_tokens = 0, kivi_options kivi = {}) {
   const std::size_t n = page_tokens ? detail::mul(detail::ceil_div(tokens, page_tokens), page_tokens) : tokens;
   std::size_t per_layer = 0;
@@ -148,21 +119,21 @@ inline std::size_t kv_bytes(const model_shape& m, const kv_format& k, const kv_f
   return detail::mul(m.layers, per_layer);
 }
 /// kv_bytes with the same format for keys and values.
-inline std::size_t kv_bytes(const model_shape& m, const kv_format& f, std::size_t tokens, std::size_t page_tokens = 0,
+inline std::size_t kv_bytes(const model_shape& m, const named_format& f, std::size_t tokens, std::size_t page_tokens = 0,
                             kivi_options kivi = {}) {
   return kv_bytes(m, f, f, tokens, page_tokens, kivi);
 }
 
 /// Asymptotic bytes per token (scale overhead included; fixed tensor values and
 /// full-precision residuals excluded), for comparing formats.
-inline double bytes_per_token(const model_shape& m, const kv_format& k, const kv_format& v, kivi_options kivi = {}) {
+inline double bytes_per_token(const model_shape& m, const named_format& k, const named_format& v, kivi_options kivi = {}) {
   const std::size_t big = 1u << 20;  // a multiple of every group and residual length
   const double a = static_cast<double>(kv_bytes(m, k, v, 2 * big, 0, kivi));
   const double b = static_cast<double>(kv_bytes(m, k, v, big, 0, kivi));
   return (a - b) / static_cast<double>(big);
 }
 /// bytes_per_token with the same format for keys and values (default KIVI options).
-inline double bytes_per_token(const model_shape& m, const kv_format& f) { return bytes_per_token(m, f, f); }
+inline double bytes_per_token(const model_shape& m, const named_format& f) { return bytes_per_token(m, f, f); }
 
 /// KV bytes of a sequence under a mixed-precision policy (prefill formats; no paging):
 /// sinks, flagged spans and the recent window at policy.high, the rest in low_k/low_v.
@@ -209,7 +180,7 @@ std::size_t longest_fitting(Bytes bytes, std::size_t budget_bytes, std::size_t b
 }  // namespace detail
 
 /// Longest context (tokens) whose KV cache for `batch` sequences fits in budget_bytes.
-inline std::size_t max_context(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t budget_bytes,
+inline std::size_t max_context(const model_shape& m, const named_format& k, const named_format& v, std::size_t budget_bytes,
                                std::size_t batch = 1, std::size_t page_tokens = 0, kivi_options kivi = {}) {
   return detail::longest_fitting([&](std::size_t n) { return kv_bytes(m, k, v, n, page_tokens, kivi); },
                                  budget_bytes, batch, "kvq::kv::max_context");
@@ -244,7 +215,7 @@ inline std::size_t compacted_tokens(std::size_t tokens, double ratio) {
 /// KV bytes of one sequence of `tokens` tokens compacted `ratio` times: the kept tokens
 /// in k/v (kv_bytes, paged) plus `bias` bytes per kept token per KV head per layer.
 /// MLA caches are rejected: the biases belong to KV heads.
-inline std::size_t compacted_kv_bytes(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
+inline std::size_t compacted_kv_bytes(const model_shape& m, const named_format& k, const named_format& v, std::size_t tokens,
                                       double ratio, bias_dtype bias, std::size_t page_tokens = 0,
                                       kivi_options kivi = {}) {
   if (m.mla)
@@ -254,7 +225,7 @@ inline std::size_t compacted_kv_bytes(const model_shape& m, const kv_format& k, 
 }
 
 /// Largest number of sequences of `tokens` tokens whose KV caches fit in budget_bytes.
-inline std::size_t max_batch(const model_shape& m, const kv_format& k, const kv_format& v, std::size_t tokens,
+inline std::size_t max_batch(const model_shape& m, const named_format& k, const named_format& v, std::size_t tokens,
                              std::size_t budget_bytes, std::size_t page_tokens = 0, kivi_options kivi = {}) {
   const std::size_t per = kv_bytes(m, k, v, tokens, page_tokens, kivi);
   return per == 0 ? 0 : budget_bytes / per;

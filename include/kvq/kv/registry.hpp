@@ -83,7 +83,9 @@ struct scheme {
   /// True when head_dim must be a multiple of `block`.
   bool block_multiple = false;
   /// Stored bits per value for a head dimension (codes, scales, zero points; the
-  /// tensor value and KIVI's full-precision window are not counted).
+  /// tensor value and KIVI's full-precision window are not counted). Built-in schemes
+  /// count with kv::bits_per_value (store.hpp), the rule of the stores and the planner;
+  /// it throws std::invalid_argument for a head_dim the scheme cannot store.
   std::function<double(std::size_t head_dim)> bits_per_value;
   /// Which elements share one scale, for keys and for values.
   std::function<scale_grouping(kv_role)> grouping;
@@ -111,23 +113,6 @@ template <class T>
 struct is_per_token_head : std::false_type {};
 template <class E, class I>
 struct is_per_token_head<block::per_token_head<E, I>> : std::true_type {};
-
-/// Stored bits per value of a format (see scheme::bits_per_value).
-inline double format_bits_per_value(const kv_format& f, std::size_t head_dim) {
-  return std::visit(
-      [&](const auto& s) -> double {
-        using T = std::decay_t<decltype(s)>;
-        if constexpr (std::is_same<T, hp_format>::value) {
-          return 8.0 * static_cast<double>(hp_bytes(s));
-        } else {
-          const double block =
-              static_cast<double>(is_per_token_head<T>::value ? head_dim : static_cast<std::size_t>(s.block_size()));
-          const double side = 8.0 * (T::scale_bytes + (T::has_zero_point ? T::scale_bytes : 0));
-          return T::storage_bits + side / block;
-        }
-      },
-      f);
-}
 
 inline scale_grouping format_grouping(const kv_format& f, kv_role role) {
   return std::visit(
@@ -193,7 +178,7 @@ inline scheme make_scheme(std::string name, std::string description, kv_format f
   s.rule = has_tensor_value(f) ? rule : tensor_rule::none;
   s.block = detail::format_block(f);
   s.block_multiple = s.block > 1;
-  s.bits_per_value = [f](std::size_t d) { return detail::format_bits_per_value(f, d); };
+  s.bits_per_value = [f, n = s.name](std::size_t d) { return kv::bits_per_value(f, d, kivi_options{}, n); };
   s.grouping = [f](kv_role r) { return detail::format_grouping(f, r); };
   const tensor_rule r = s.rule;
   s.round_trip = [f, r](kv_role role, const float* in, float* out, std::size_t n, std::size_t d) {

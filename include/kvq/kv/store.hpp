@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -402,6 +403,121 @@ inline std::unique_ptr<row_store> make_row_store(const kv_format& f, kv_role rol
         }
       },
       f);
+}
+
+// ----------------------------------------------------------------------------- bytes
+/// The dtype of a KIVI format's full-precision window, scales and zero points (its compute
+/// dtype: fp32 for kivi_int*, fp16 for kivi_int*_fp16); std::nullopt for other formats.
+inline std::optional<hp_format> kivi_window_dtype(const kv_format& f) {
+  return std::visit(
+      [](const auto& s) -> std::optional<hp_format> {
+        using T = std::decay_t<decltype(s)>;
+        (void)s;
+        if constexpr (std::is_same<T, hp_format>::value) return std::nullopt;
+        else if constexpr (detail::is_kivi<T>::value)
+          return std::is_same<typename T::compute_type, block::fp16_input>::value   ? hp_format::fp16
+                 : std::is_same<typename T::compute_type, block::bf16_input>::value ? hp_format::bf16
+                                                                                     : hp_format::fp32;
+        else return std::nullopt;
+      },
+      f);
+}
+
+/// Exact bytes one head's K or V rows hold after `tokens` tokens in format f: the bytes
+/// the store of make_row_store(f, role, head_dim, ...) holds (its memory_bytes()), and
+/// the one storage rule the planner, the scheme registry and `kvq memory` count with.
+/// The single fp32 tensor value of a recipe is not included (the cache counts it once
+/// per layer and K/V).
+/// ~~~
+///   high precision   tokens * d * (4 fp32, 2 bf16/fp16)
+///   block recipes    per token ceil(d*bits/8) code bytes + d/B scales (scale_bytes each)
+///                    + d/B fp32 zero points when the recipe has them (per-token-head: B = d)
+///   KIVI values      the oldest tokens - R tokens: d*bits/8 code bytes + (d/G) scales and
+///                    zero points; the last R tokens full precision
+///   KIVI keys        whole windows of R tokens: d*R*bits/8 code bytes + d*(R/G) scales and
+///                    zero points; the last tokens mod R at full precision
+/// ~~~
+/// KIVI's scale, zero point and full-precision row width is its compute dtype, as KIVI
+/// stores them in the model dtype: 4 bytes (fp32) for kivi_int*, 2 (fp16) for
+/// kivi_int*_fp16. G is the group, R = kivi.residual.
+/// `name` names the format in error messages (default: format_name(f); callers pass the
+/// user's scheme name).
+/// 	hrows std::invalid_argument if head_dim is 0 or not a multiple of the block or group
+/// size, if a KIVI residual is not a positive multiple of the group, or if the count
+/// overflows std::size_t.
+inline std::size_t stored_bytes(const kv_format& f, kv_role role, std::size_t head_dim, std::size_t tokens,
+                                kivi_options kivi = {}, const std::string& name = {}) {
+  const std::string who = name.empty() ? format_name(f) : name;
+  const std::string what = "kvq::kv::stored_bytes(" + who + ")";
+  auto mul = [&](std::size_t a, std::size_t b) { return kvq::detail::checked_mul(a, b, what + ": bytes"); };
+  auto add = [&](std::size_t a, std::size_t b) { return kvq::detail::checked_add(a, b, what + ": bytes"); };
+  const std::size_t d = head_dim;
+  if (d == 0) throw std::invalid_argument("kvq::kv: " + who + ": head_dim 0");
+  return std::visit(
+      [&](const auto& s) -> std::size_t {
+        using T = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same<T, hp_format>::value) {
+          return mul(mul(tokens, d), hp_bytes(s));
+        } else if constexpr (detail::is_kivi<T>::value) {
+          const std::size_t g = s.group, pb = sizeof(typename T::compute_type::storage), r = kivi.residual;
+          if (g == 0 || d % g != 0)
+            throw std::invalid_argument("kvq::kv: head_dim " + std::to_string(d) + " is not a multiple of " + who + "'s group size " +
+                                        std::to_string(g));
+          if (r == 0 || r % g != 0)
+            throw std::invalid_argument("kvq::kv: " + who + ": KIVI residual " + std::to_string(r) +
+                                        " is not a positive multiple of the group size " + std::to_string(g));
+          const std::size_t code_row = d * static_cast<std::size_t>(T::storage_bits) / 8;
+          if (role == kv_role::value) {
+            const std::size_t q = tokens > r ? tokens - r : 0;
+            return add(mul(q, add(code_row, mul(2 * (d / g), pb))), mul(mul(tokens - q, d), pb));
+          }
+          const std::size_t q = (tokens / r) * r;
+          return add(add(mul(q, code_row), mul(mul(2 * d, q / g), pb)), mul(mul(tokens - q, d), pb));
+        } else {
+          std::size_t b = s.block_size();
+          if constexpr (std::is_same<T, block::fp8_per_token_head>::value ||
+                        std::is_same<T, block::int8_per_token_head>::value)
+            b = d;
+          if (b == 0 || d % b != 0)
+            throw std::invalid_argument("kvq::kv: head_dim " + std::to_string(d) + " is not a multiple of " + who + "'s block size " +
+                                        std::to_string(b));
+          const std::size_t blocks = d / b;
+          const std::size_t code_bits = mul(d, static_cast<std::size_t>(T::storage_bits));
+          const std::size_t per = code_bits / 8 + (code_bits % 8 != 0 ? 1 : 0) +
+                                  blocks * static_cast<std::size_t>(T::scale_bytes) +
+                                  (T::has_zero_point ? blocks * sizeof(float) : 0);
+          return mul(tokens, per);
+        }
+      },
+      f);
+}
+
+/// Stored bits per value of format f for long contexts: 8 * bytes / values of K and V
+/// together over one more KIVI residual window of tokens (stored_bytes), so codes, block
+/// scales and zero points count and the tensor value and KIVI's full-precision window do
+/// not (e.g. 4.5 for NVFP4, 6 for kivi_int4, 5 for kivi_int4_fp16 at group 32). One
+/// division of exact integers: the nearest double to the true ratio.
+/// 	hrows std::invalid_argument as stored_bytes.
+inline double bits_per_value(const kv_format& f, std::size_t head_dim, kivi_options kivi = {},
+                             const std::string& name = {}) {
+  const std::size_t r = kivi.residual == 0 ? 1 : kivi.residual;
+  auto both = [&](std::size_t n) {
+    return stored_bytes(f, kv_role::key, head_dim, n, kivi, name) + stored_bytes(f, kv_role::value, head_dim, n, kivi, name);
+  };
+  const std::size_t extra = both(2 * r) - both(r);
+  return 8.0 * static_cast<double>(extra) / (2.0 * static_cast<double>(r) * static_cast<double>(head_dim));
+}
+
+/// Stored bits per value of format f at a context of `tokens` tokens: every byte of K and
+/// V (stored_bytes, KIVI's full-precision window included; the tensor value not) over
+/// the 2 * tokens * head_dim values. NaN for 0 tokens.
+/// 	hrows std::invalid_argument as stored_bytes.
+inline double bits_per_value_at(const kv_format& f, std::size_t head_dim, std::size_t tokens, kivi_options kivi = {},
+                                const std::string& name = {}) {
+  const std::size_t b = kvq::detail::checked_add(stored_bytes(f, kv_role::key, head_dim, tokens, kivi, name),
+                                                 stored_bytes(f, kv_role::value, head_dim, tokens, kivi, name),
+                                                 "kvq::kv::bits_per_value_at: bytes");
+  return 8.0 * static_cast<double>(b) / (2.0 * static_cast<double>(tokens) * static_cast<double>(head_dim));
 }
 
 }  // namespace kv

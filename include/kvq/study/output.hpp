@@ -3,82 +3,50 @@
 /// tables) and \<study\>.json (grid, setup, seed, library version, command, timing,
 /// findings, the column list of every table).
 ///
-/// The files of one run are written as one unit: each under a temporary name unique to
-/// this process and call in the target directory, and only when every one of them is
-/// complete are they renamed to their final names. A failure before the renames removes
-/// the temporary files and leaves any previous set untouched; the error names the file
-/// and the operating system's reason.
+/// The files of one run are written as one unit: each to an exclusively created temporary
+/// file in the target directory (kvq/core/atomic_file.hpp), and only when every one of
+/// them is complete and synced are they renamed to their final names. A failure before
+/// the renames removes the temporary files and leaves any previous set untouched; the
+/// error names the file and the operating system's reason.
 #pragma once
 
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
+#include <exception>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <kvq/config.hpp>
+#include <kvq/core/atomic_file.hpp>
 #include <kvq/study/error.hpp>
 #include <kvq/study/json.hpp>
 #include <kvq/study/study.hpp>
 #include <kvq/study/table.hpp>
-
-/// The process id (for temporary file names unique to this process).
-#if defined(_WIN32)
-#include <process.h>
-#define KVQ_STUDY_PID() _getpid()
-#else
-#include <unistd.h>
-#define KVQ_STUDY_PID() getpid()
-#endif
 
 namespace kvq::study {
 
 /// (path, contents) of the files of one run.
 using file_set = std::vector<std::pair<std::string, std::string>>;
 
-/// Writes every file of the set, or none of them (see the header comment).
+/// Writes every file of the set, or none of them (see the header comment): each through
+/// kvq::atomic_file (an exclusive temporary file beside it, synced), and the renames only
+/// once all are complete.
 /// \throws std::runtime_error naming the file and the reason if a file cannot be written
-///         or renamed (the temporary files are removed).
+///         or renamed (the temporary files are removed); std::invalid_argument if a
+///         target is one kvq refuses to replace (a symbolic link, a directory)
 inline void write_files_atomic(const file_set& files) {
-  static std::atomic<unsigned long long> counter{0};
-  const std::string tag = "." + std::to_string(static_cast<long long>(KVQ_STUDY_PID())) + "." +
-                          std::to_string(counter.fetch_add(1)) + ".tmp";
-  std::vector<std::string> temps;
-  auto cleanup = [&temps] {
-    for (const auto& t : temps) std::remove(t.c_str());
-  };
+  std::vector<kvq::atomic_file> out;
+  out.reserve(files.size());
   for (const auto& f : files) {
-    const std::string tmp = f.first + tag;
-    temps.push_back(tmp);
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) {
-      const std::string why = std::strerror(errno);
-      cleanup();
-      throw std::runtime_error("cannot write " + tmp + " (" + why + ")");
-    }
-    o.write(f.second.data(), static_cast<std::streamsize>(f.second.size()));
-    o.flush();
-    if (!o) {
-      const std::string why = std::strerror(errno);
-      o.close();
-      cleanup();
-      throw std::runtime_error("cannot write " + tmp + " (" + why + ")");
-    }
+    out.emplace_back(f.first);
+    out.back().write(f.second);
   }
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
-      const std::string why = std::strerror(errno);
-      for (std::size_t k = i; k < temps.size(); ++k) std::remove(temps[k].c_str());
-      throw std::runtime_error("cannot rename " + temps[i] + " to " + files[i].first + " (" + why + ")");
-    }
-  }
+  for (auto& f : out) f.sync();
+  for (auto& f : out) f.commit();
 }
 
 /// Makes sure DIR exists and accepts files, before a (possibly long) run starts.
@@ -95,11 +63,13 @@ inline void check_out_dir(const std::string& dir) {
     fs::create_directories(p, ec);
     if (ec) throw usage_error("--out " + dir + ": cannot create directory (" + ec.message() + ")");
   }
-  const fs::path probe = p / (".kvq-write-probe." + std::to_string(static_cast<long long>(KVQ_STUDY_PID())) + ".tmp");
-  std::FILE* f = std::fopen(probe.string().c_str(), "wb");
-  if (!f) throw usage_error("--out " + dir + ": directory is not writable (" + std::strerror(errno) + ")");
-  std::fclose(f);
-  fs::remove(probe, ec);
+  // The probe is an exclusively created temporary file (never a planted link's target),
+  // removed again because it is never committed.
+  try {
+    kvq::atomic_file probe((p / ".kvq-write-probe").string());
+  } catch (const std::exception& e) {
+    throw usage_error("--out " + dir + ": directory is not writable (" + e.what() + ")");
+  }
 }
 
 /// The current time as an ISO 8601 UTC string (for the JSON's timing).

@@ -4,14 +4,12 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
-#include <exception>
-#include <mutex>
 #include <numeric>
 #include <thread>
 #include <vector>
 
+#include <kvq/core/parallel.hpp>
 #include <kvq/study/progress.hpp>
 
 namespace kvq::study {
@@ -42,37 +40,11 @@ void run_tasks(std::size_t n, const std::vector<double>& cost, unsigned threads,
     for (std::size_t i = 0; i < n; ++i) tot += cost.size() == n ? cost[i] : 1.0;
     prog->set_total(tot);
   }
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr err;
-  std::mutex err_m;
-  std::atomic<bool> failed{false};
-  auto worker = [&] {
-    for (;;) {
-      std::size_t k = next.fetch_add(1);
-      if (k >= n || failed.load()) return;
-      std::size_t i = order[k];
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(err_m);
-        if (!err) err = std::current_exception();
-        failed = true;
-        return;
-      }
-      if (prog) prog->advance(cost.size() == n ? cost[i] : 1.0);
-    }
-  };
-  unsigned t = std::max(1u, std::min<unsigned>(threads ? threads : default_threads(),
-                                               static_cast<unsigned>(std::max<std::size_t>(n, 1))));
-  if (t == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    pool.reserve(t);
-    for (unsigned k = 0; k < t; ++k) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
-  if (err) std::rethrow_exception(err);
+  kvq::detail::parallel_tasks("kvq::study::run_tasks", n, threads ? threads : default_threads(), [&](std::size_t k) {
+    const std::size_t i = order[k];
+    fn(i);
+    if (prog) prog->advance(cost.size() == n ? cost[i] : 1.0);
+  });
 }
 
 }  // namespace kvq::study

@@ -30,16 +30,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <ostream>
+#include <sstream>
 #include <stdexcept>
 #include <string>
-#include <system_error>
 #include <type_traits>
 #include <vector>
 
 #include <kvq/block.hpp>
+#include <kvq/core/atomic_file.hpp>
 #include <kvq/core/bits.hpp>
 #include <kvq/format.hpp>
 
@@ -333,42 +332,27 @@ inline const char* mismatch_csv_header() noexcept {
          "kvq_scale,kernel_scale,scaled,kvq_code,kernel_code,kvq_value,kernel_value";
 }
 
-/// Writes one CSV row per mismatching element (header first), atomically: the rows go
-/// to a temporary file next to `path`, which is renamed over `path` only once it is
-/// complete, so a reader never sees a half-written file. Throws std::runtime_error.
+/// Writes one CSV row per mismatching element (header first), atomically with
+/// kvq::atomic_file: the rows go to an exclusively created temporary file next to `path`,
+/// synced and renamed over `path` only once complete, so a reader never sees a
+/// half-written file; a character device or FIFO (`/dev/null`, a pipe) is written
+/// directly and never replaced.
+/// \throws std::invalid_argument for a target kvq refuses (a symbolic link, a directory)
+/// \throws std::runtime_error naming `path` if it cannot be written
 inline void write_mismatch_csv(const std::string& path, const explanation& e) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path tmp = target.string() + ".partial";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw std::runtime_error("cannot write '" + tmp.string() + "'");
-    const int sd = e.float_scales ? 8 : 2;
-    const int cd = e.element_bits == 4 ? 1 : 2;
-    f << mismatch_csv_header() << "\n";
-    for (const element_mismatch& m : e.elements_listed) {
-      f << m.index << ',' << m.block << ',' << m.block_row << ',' << m.block_col << ',' << to_string(m.cls) << ','
-        << detail::g9(m.input) << ',' << detail::g9(m.block_amax) << ',' << detail::g9(m.unrounded_scale) << ','
-        << detail::hex(m.want_scale_code, sd) << ',' << detail::hex(m.got_scale_code, sd) << ','
-        << detail::g9(m.want_scale) << ',' << detail::g9(m.got_scale) << ',' << detail::g9(m.scaled) << ','
-        << detail::hex(m.want_code, cd) << ',' << detail::hex(m.got_code, cd) << ',' << detail::g9(m.want_value)
-        << ',' << detail::g9(m.got_value) << "\n";
-    }
-    f.flush();
-    if (!f) {
-      f.close();
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error("writing '" + tmp.string() + "' failed");
-    }
+  std::ostringstream f;
+  const int sd = e.float_scales ? 8 : 2;
+  const int cd = e.element_bits == 4 ? 1 : 2;
+  f << mismatch_csv_header() << "\n";
+  for (const element_mismatch& m : e.elements_listed) {
+    f << m.index << ',' << m.block << ',' << m.block_row << ',' << m.block_col << ',' << to_string(m.cls) << ','
+      << detail::g9(m.input) << ',' << detail::g9(m.block_amax) << ',' << detail::g9(m.unrounded_scale) << ','
+      << detail::hex(m.want_scale_code, sd) << ',' << detail::hex(m.got_scale_code, sd) << ','
+      << detail::g9(m.want_scale) << ',' << detail::g9(m.got_scale) << ',' << detail::g9(m.scaled) << ','
+      << detail::hex(m.want_code, cd) << ',' << detail::hex(m.got_code, cd) << ',' << detail::g9(m.want_value) << ','
+      << detail::g9(m.got_value) << "\n";
   }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ec2;
-    fs::remove(tmp, ec2);
-    throw std::runtime_error("cannot rename '" + tmp.string() + "' to '" + path + "': " + ec.message());
-  }
+  kvq::write_file_atomic(path, f.str());
 }
 
 /// Summary by class, then up to max_listed scale mismatches and element mismatches.

@@ -22,13 +22,12 @@
 ///
 /// The writer produces version 1.0 (2.0 if the header would not fit), the header
 /// padded with spaces and a final '\\n' to a multiple of 64 bytes as NumPy does, into a
-/// temporary file in the same directory that is flushed, synced and then renamed over
-/// the destination, so a reader never sees a half-written file.
+/// temporary file in the same directory that is synced and then renamed over the
+/// destination (kvq/core/atomic_file.hpp), so a reader never sees a half-written file.
 /// Data are little-endian in the file and in memory: kvq assumes a little-endian host
 /// (x86-64, AArch64); read() and write() refuse to run on a big-endian one.
 #pragma once
 
-#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -36,12 +35,10 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#if defined(__unix__) || defined(__APPLE__)
-#include <unistd.h>
-#endif
-
+#include <kvq/core/atomic_file.hpp>
 #include <kvq/verify/element.hpp>
 
 /// Strict, bounded reader and atomic writer of NumPy .npy files (kernel dumps).
@@ -442,38 +439,23 @@ inline array read(const std::string& path) {
   }
 }
 
-/// Writes a .npy file atomically: serialize() into a temporary file in the same
-/// directory, flushed, synced and renamed over `path`; on failure the temporary file
-/// is removed.
-/// \throws std::invalid_argument as serialize()
+/// Writes a .npy file atomically with kvq::atomic_file: serialize() into an exclusively
+/// created temporary file in the same directory, synced and renamed over `path` (a
+/// character device or FIFO is written directly); on failure the temporary file is
+/// removed.
+/// \throws std::invalid_argument as serialize(), and for a target kvq refuses (a symbolic
+///         link, a directory)
 /// \throws std::runtime_error if the file cannot be created, written or renamed, and
 ///         on a big-endian host
 inline void write(const std::string& path, const array& a) {
   if (!detail::host_is_little_endian()) throw std::runtime_error("npy: big-endian hosts are not supported");
   const std::vector<std::uint8_t> img = serialize(a);
-  static std::atomic<unsigned long> counter{0};
-  long pid = 0;
-#if defined(__unix__) || defined(__APPLE__)
-  pid = static_cast<long>(::getpid());
-#endif
-  const std::string tmp = path + ".tmp-" + std::to_string(pid) + "-" + std::to_string(counter++);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error("npy: cannot create '" + tmp + "': " + std::strerror(errno));
-  bool ok = std::fwrite(img.data(), 1, img.size(), f) == img.size();
-  ok = std::fflush(f) == 0 && ok;
-#if defined(__unix__) || defined(__APPLE__)
-  ok = ::fsync(::fileno(f)) == 0 && ok;
-#endif
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error("npy: cannot write '" + tmp + "': " + std::strerror(e));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error("npy: cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(e));
+  try {
+    kvq::write_file_atomic(path, std::string_view(reinterpret_cast<const char*>(img.data()), img.size()));
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("npy: ") + e.what());
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("npy: ") + e.what());
   }
 }
 
