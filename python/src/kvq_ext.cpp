@@ -1,7 +1,7 @@
 // kvq._kvq — the nanobind extension behind the `kvq` Python package.
 //
 // Bindings only: every number comes from the C++ library (kvq::encode_n / decode_n,
-// kvq::block::quantize / dequantize, kvq::verify::comparator). Arrays arrive as
+// kvq::block::quantize / dequantize, kvq::verify::check). Arrays arrive as
 // nanobind ndarrays (NumPy, or anything that speaks DLPack such as a PyTorch CPU
 // tensor); a C-contiguous array of the right dtype is read in place, any other
 // layout is gathered once into a contiguous copy. Results are new NumPy arrays.

@@ -576,7 +576,7 @@ inline const scheme_entry& require_entry(const std::string& name) {
     if (r->format)
       why = std::holds_alternative<kvq::kv::hp_format>(*r->format)
                 ? "is a high-precision storage format, not a block scheme"
-                : "stores zero points (KIVI); check() does not read them";
+                : "stores zero points (KIVI), which the verifier does not read";
     throw std::invalid_argument("scheme '" + r->name + "' " + why + " (verifiable: " + verifiable_list() + ")");
   }
   throw std::invalid_argument("unknown scheme '" + name + "' (known: " + verifiable_list() + ")");
