@@ -1,9 +1,11 @@
 /// \file
 /// kvq/verify.hpp — umbrella header of the verification layer: bit-for-bit buffer
 /// comparison with mismatch reports, the generator -> subject -> reference pipeline,
-/// the .npy reader/writer and the command-line verifier.
+/// the one verification entry point (check), the .npy reader/writer and the
+/// command-line verifier.
 #pragma once
 
+#include <kvq/verify/check.hpp>
 #include <kvq/verify/compare.hpp>
 #include <kvq/verify/element.hpp>
 #include <kvq/verify/generators.hpp>

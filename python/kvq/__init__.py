@@ -16,8 +16,11 @@ and returns their tables as NumPy columns.
 
 from ._kvq import (
     Comparison,
+    ElementMismatch,
+    Explanation,
     Mismatch,
     Report,
+    ScaleMismatch,
     bits_per_value,
     decode,
     dequantize,
@@ -37,8 +40,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Comparison",
+    "ElementMismatch",
+    "Explanation",
     "Mismatch",
     "Report",
+    "ScaleMismatch",
     "bits_per_value",
     "capture",
     "decode",

@@ -116,13 +116,187 @@ class Comparison:
 
     def __repr__(self) -> str: ...
 
-class Report:
+class ElementMismatch:
     """
-    Result of kvq.verify: truthy `ok`; printing it lists the first mismatches (index, position, input, both codes and decoded values) and the buffers' hashes, so `assert r.ok, r` in pytest shows the problem.
+    One mismatching element of a block scheme, explained: the fields are the columns of `kvq verify --dump` (class is `mismatch_class`).
+    """
+
+    @property
+    def index(self) -> int:
+        """flat element index"""
+
+    @property
+    def block(self) -> int:
+        """flat block index"""
+
+    @property
+    def block_row(self) -> int:
+        """row of the block"""
+
+    @property
+    def block_col(self) -> int:
+        """block within its row"""
+
+    @property
+    def mismatch_class(self) -> str:
+        """'scale' (the block's scale differs), 'element' (same scale, other code) or 'nan' (NaN bits)"""
+
+    @property
+    def input(self) -> float:
+        """the element as the recipe loaded it"""
+
+    @property
+    def block_amax(self) -> float:
+        """kvq's block amax"""
+
+    @property
+    def unrounded_scale(self) -> float:
+        """kvq's fp32 scale before its cast"""
+
+    @property
+    def kvq_scale_code(self) -> int:
+        """kvq's stored scale bits"""
+
+    @property
+    def kernel_scale_code(self) -> int:
+        """the kernel's stored scale bits"""
+
+    @property
+    def kvq_scale(self) -> float:
+        """kvq's scale, decoded"""
+
+    @property
+    def kernel_scale(self) -> float:
+        """the kernel's scale, decoded"""
+
+    @property
+    def scaled(self) -> float:
+        """kvq's element before its cast (x times the inverse scale)"""
+
+    @property
+    def kvq_code(self) -> int:
+        """kvq's code"""
+
+    @property
+    def kernel_code(self) -> int:
+        """the kernel's code"""
+
+    @property
+    def kvq_value(self) -> float:
+        """kvq's code decoded"""
+
+    @property
+    def kernel_value(self) -> float:
+        """the kernel's code decoded"""
+
+    def __repr__(self) -> str: ...
+
+class ScaleMismatch:
+    """One block whose stored scale differs."""
+
+    @property
+    def block(self) -> int:
+        """flat block index"""
+
+    @property
+    def block_row(self) -> int:
+        """row of the block"""
+
+    @property
+    def block_col(self) -> int:
+        """block within its row"""
+
+    @property
+    def nan_only(self) -> bool:
+        """both scales decode to NaN"""
+
+    @property
+    def block_amax(self) -> float:
+        """kvq's block amax"""
+
+    @property
+    def unrounded_scale(self) -> float:
+        """kvq's fp32 scale before its cast"""
+
+    @property
+    def kvq_scale_code(self) -> int:
+        """kvq's stored scale bits"""
+
+    @property
+    def kernel_scale_code(self) -> int:
+        """the kernel's stored scale bits"""
+
+    @property
+    def kvq_scale(self) -> float:
+        """kvq's scale, decoded"""
+
+    @property
+    def kernel_scale(self) -> float:
+        """the kernel's scale, decoded"""
+
+    @property
+    def code_mismatches(self) -> int:
+        """code mismatches in the block (class scale)"""
+
+class Explanation:
+    """
+    Every mismatch of a block scheme explained and classed, with a summary by class (what `kvq verify` prints under 'explanation').
     """
 
     @property
     def scheme(self) -> str: ...
+
+    @property
+    def elements(self) -> int:
+        """elements compared"""
+
+    @property
+    def blocks(self) -> int: ...
+
+    @property
+    def block_size(self) -> int: ...
+
+    @property
+    def blocks_per_row(self) -> int: ...
+
+    @property
+    def scale_blocks(self) -> int:
+        """blocks whose scale differs (not NaN-only)"""
+
+    @property
+    def scale_consequences(self) -> int:
+        """code mismatches in those blocks"""
+
+    @property
+    def element_errors(self) -> int:
+        """code mismatches of class element"""
+
+    @property
+    def nan_codes(self) -> int:
+        """codes differing only in NaN bits"""
+
+    @property
+    def nan_scales(self) -> int:
+        """scales differing only in NaN bits"""
+
+    @property
+    def mismatches(self) -> list[ElementMismatch]:
+        """every mismatching element (ElementMismatch)"""
+
+    @property
+    def scale_mismatches(self) -> list[ScaleMismatch]:
+        """every block whose scale differs (ScaleMismatch)"""
+
+    def __str__(self) -> str: ...
+
+class Report:
+    """
+    Result of kvq.verify: truthy `ok`; str() is what `kvq verify` prints (the first mismatches with positions, the hashes and, for block schemes, the explanation of every mismatch), repr() one line, so `assert r.ok, r` in pytest shows the problem.
+    """
+
+    @property
+    def scheme(self) -> str:
+        """canonical scheme name"""
 
     @property
     def shape(self) -> list[int]: ...
@@ -148,13 +322,31 @@ class Report:
     def tensor_value(self) -> object:
         """the tensor value kvq used, or None"""
 
+    @property
+    def explanation(self) -> object:
+        """block schemes that differ: the Explanation of every mismatch, else None"""
+
+    @property
+    def mismatches(self) -> list[ElementMismatch]:
+        """
+        every mismatching element explained (ElementMismatch; empty when all match or for element formats)
+        """
+
+    def to_csv(self) -> str:
+        """
+        The mismatches as the CSV `kvq verify --dump` writes (the header only when all match).
+        """
+
+    def dump(self, path: str) -> None:
+        """Write to_csv() to path, atomically, as `kvq verify --dump path` does."""
+
     def __bool__(self) -> bool: ...
 
     def __str__(self) -> str: ...
 
     def __repr__(self) -> str: ...
 
-def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, rounding: str = 'nearest_even', overflow: str = 'satfinite', max_listed: int = 10) -> Report:
+def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, rounding: str | None = None, overflow: str | None = None, max_listed: int = 10) -> Report:
     """
-    Compare a kernel's codes (and block scales) with kvq's, bit for bit. scheme: a block scheme (kvq.schemes()) or an element format (kvq.formats(); then rounding/overflow apply and scales is None). Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the kernel used (default: computed from x as the recipe does).
+    Compare a kernel's codes (and block scales) with kvq's, bit for bit, through the library's one verification entry point (what `kvq verify` runs). scheme: a block scheme (kvq.schemes()) or an element format (kvq.formats(); then rounding (default nearest_even) and overflow (default satfinite) apply and scales is None; block schemes refuse them). x: float32, float16 or bfloat16. Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does).
     """

@@ -1,7 +1,7 @@
 // kvq._kvq — the nanobind extension behind the `kvq` Python package.
 //
 // Bindings only: every number comes from the C++ library (kvq::encode_n / decode_n,
-// kvq::block::quantize / dequantize, kvq::verify::comparator). Arrays arrive as
+// kvq::block::quantize / dequantize, kvq::verify::check). Arrays arrive as
 // nanobind ndarrays (NumPy, or anything that speaks DLPack such as a PyTorch CPU
 // tensor); a C-contiguous array of the right dtype is read in place, any other
 // layout is gathered once into a contiguous copy. Results are new NumPy arrays.
@@ -33,6 +33,7 @@
 #include <kvq/format/info.hpp>
 #include <kvq/kv/registry.hpp>
 #include <kvq/kv/store.hpp>
+#include <kvq/verify/check.hpp>
 #include <kvq/verify/compare.hpp>
 
 namespace nb = nanobind;
@@ -168,22 +169,9 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::si
 }
 
 // ----------------------------------------------------------------------------- element formats
-kvq::rounding parse_rounding(const std::string& v) {
-  if (v == "nearest_even" || v == "rn") return kvq::rounding::nearest_even;
-  if (v == "toward_zero" || v == "rz") return kvq::rounding::toward_zero;
-  if (v == "up" || v == "ru") return kvq::rounding::up;
-  if (v == "down" || v == "rd") return kvq::rounding::down;
-  if (v == "nearest_away" || v == "rna") return kvq::rounding::nearest_away;
-  throw nb::value_error(("unknown rounding '" + v +
-                         "' (nearest_even|rn, toward_zero|rz, up|ru, down|rd, nearest_away|rna)")
-                            .c_str());
-}
-
-kvq::overflow parse_overflow(const std::string& v) {
-  if (v == "satfinite" || v == "sat") return kvq::overflow::satfinite;
-  if (v == "nosat") return kvq::overflow::nosat;
-  throw nb::value_error(("unknown overflow '" + v + "' (satfinite, nosat)").c_str());
-}
+// Rounding and overflow names: the library's one parser (kvq/format/policy.hpp).
+using kvq::parse_overflow;
+using kvq::parse_rounding;
 
 namespace f = kvq::fmt;
 using element_format = std::variant<f::e4m3, f::e5m2, f::e3m2, f::e2m3, f::e2m1, f::ue8m0, f::ue4m3, f::e4m3fnuz,
@@ -332,9 +320,7 @@ resolved_scheme resolve_scheme(const std::string& name) {
 /// The tensor value a call uses: the caller's, else 1.0 for schemes whose rule is
 /// `unit` (vLLM's default k_scale), else none (the recipe computes it from the data).
 std::optional<float> effective_tensor_value(const resolved_scheme& r, std::optional<float> given) {
-  if (given) return given;
-  if (r.rule == kvq::kv::tensor_rule::unit) return 1.0f;
-  return std::nullopt;
+  return kvq::kv::tensor_value_for(kvq::kv::find_scheme(r.name), given);
 }
 
 // Names quantize/dequantize/verify accept (zero-point schemes are only described).
@@ -355,20 +341,15 @@ constexpr bool row_sized_block() {  // block = the row (per-token-head)
   return std::is_same<S, kb::fp8_per_token_head>::value || std::is_same<S, kb::int8_per_token_head>::value;
 }
 
-// Scheme s configured for rows of `row` elements; checks that blocks tile a row.
+// Scheme s configured for rows of `row` elements (kvq::kv::recipe_for_rows), its
+// errors prefixed with the calling function.
 template <class S>
 S scheme_for_row(const S& proto, std::size_t row, const std::string& name, const char* fn) {
-  S s = proto;
-  if constexpr (row_sized_block<S>()) {
-    if (row == 0) throw nb::value_error((std::string(fn) + ": scheme " + name + " needs rows of length > 0").c_str());
-    s.head_dim = row;
+  try {
+    return kvq::kv::recipe_for_rows(proto, row, name);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error((std::string(fn) + ": " + e.what()).c_str());
   }
-  if (s.block_size() == 0 || row % s.block_size() != 0)
-    throw nb::value_error((std::string(fn) + ": row length " + std::to_string(row) +
-                           " (the last dimension) is not a multiple of the block size " +
-                           std::to_string(s.block_size()) + " of scheme " + name)
-                              .c_str());
-  return s;
 }
 
 std::vector<std::size_t> with_last(std::vector<std::size_t> shape, std::size_t last) {
@@ -554,164 +535,72 @@ std::vector<std::string> scheme_names() {
 }
 
 // ----------------------------------------------------------------------------- verify
-// A verification report: the codes comparison, and the scales comparison where the
-// scheme has block scales. `expected` is kvq, `actual` the caller's buffers.
-struct verify_report {
-  std::string scheme;
-  std::vector<std::size_t> shape, scale_shape;
-  kvq::verify::report codes;
-  bool has_scales = false;
-  kvq::verify::report scales;
-  bool has_tensor_value = false;
-  float tensor_value = 0.0f;
-  bool ok() const { return codes.ok() && (!has_scales || scales.ok()); }
-  std::string text() const {
-    std::ostringstream os;
-    os << "kvq.verify(" << scheme << ", shape " << shape_text(shape) << "): " << (ok() ? "OK" : "MISMATCH") << "\n";
-    if (has_tensor_value) os << "  tensor value " << kvq::verify::detail::num(tensor_value) << "\n";
-    kvq::verify::print(os, codes, shape);
-    if (has_scales) kvq::verify::print(os, scales, scale_shape);
-    return os.str();
-  }
-  // One line, the first mismatch of each buffer first: pytest shows a non-string
-  // assertion message through repr() cut to about 240 characters.
-  std::string line() const {
-    std::ostringstream os;
-    os << "kvq.verify(" << scheme << "): " << (ok() ? "OK" : "MISMATCH");
-    auto part = [&](const char* what, const kvq::verify::report& r, const std::vector<std::size_t>& sh) {
-      os << "; " << what << " " << r.mismatches << " of " << r.elements << " differ";
-      if (r.first.empty()) return;
-      const kvq::verify::mismatch& m = r.first.front();
-      os << ", first [" << m.index << "]";
-      const std::string pos = kvq::verify::detail::multi_index(m.index, sh);
-      if (!pos.empty()) os << " " << pos;
-      if (m.has_input) os << " x=" << kvq::verify::detail::num(m.input);
-      os << " kvq " << kvq::verify::detail::element(m.expected_bits, m.expected_value, r) << " got "
-         << kvq::verify::detail::element(m.actual_bits, m.actual_value, r);
-    };
-    part("codes", codes, shape);
-    if (has_scales) part("scales", scales, scale_shape);
-    os << " (str() for the table)";
-    return os.str();
-  }
-};
+// kvq.verify adapts the library's one entry point, kvq::verify::check
+// (kvq/verify/check.hpp): it reads the arrays, checks their dtypes in Python's words and
+// returns check()'s report.
+namespace vf = kvq::verify;
 
-template <class E>
-kvq::verify::report compare_codes_of(const std::vector<std::uint8_t>& want_packed, int bits, std::size_t n,
-                                     const host_view<std::uint8_t>& got, const float* x, std::size_t max_listed) {
-  const std::string label = [] {
-    if constexpr (is_minifloat<E>::value) return std::string("codes (") + kvq::format_name<E>() + ")";
-    else return std::string("codes (int") + std::to_string(E::bits) + ")";
-  }();
-  using Dec = std::conditional_t<is_minifloat<E>::value, kvq::verify::code_decoder<E>, kvq::verify::no_decoder>;
-  const std::size_t packed = (n * static_cast<std::size_t>(bits) + 7) / 8;
-  if (got.size == packed) {
-    kvq::verify::comparator<std::uint8_t, Dec> c(label + (bits < 8 ? ", packed" : ""), max_listed);
-    if (bits < 8) c.add_packed(want_packed.data(), got.data, n, bits, x);
-    else c.add(want_packed.data(), got.data, n, x);
-    return c.result();
-  }
-  if (bits < 8 && got.size == n) {  // one code per byte
-    std::vector<std::uint8_t> want(n);
-    for (std::size_t i = 0; i < n; ++i) want[i] = kvq::verify::unpack_code(want_packed.data(), i, bits);
-    kvq::verify::comparator<std::uint8_t, Dec> c(label, max_listed);
-    c.add(want.data(), got.data, n, x);
-    kvq::verify::report r = c.result();
-    r.element_bits = bits;
-    return r;
-  }
-  throw nb::value_error(("kvq.verify: codes holds " + std::to_string(got.size) + " bytes; x has " +
-                         std::to_string(n) + " elements (expected " + std::to_string(packed) + " bytes" +
-                         (bits < 8 ? ", or " + std::to_string(n) + " with one code per byte" : "") + ")")
-                            .c_str());
-}
-
-template <class S>
-verify_report verify_scheme(const S& proto, const std::string& name, const block_input& x,
-                            const host_view<std::uint8_t>& codes, const std::optional<any_array>& scales_a,
-                            std::optional<float> tensor_value, std::size_t max_listed) {
-  reject_zero_points<S>(name, "kvq.verify");
-  const std::size_t row = x.shape().empty() ? 1 : x.shape().back();
-  const S s = scheme_for_row(proto, row, name, "kvq.verify");
-  const kb::buffer_sizes z = kb::sizes_of(s, x.size());
-  std::vector<std::uint8_t> want(z.code_bytes);
-  std::vector<typename S::scale_type> want_scales(z.scales);
-  const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
-  const float t = quantize_input(s, x, tv, want.data(), want.size(), want_scales.data(), want_scales.size());
-  verify_report rep;
-  rep.scheme = name;
-  rep.shape = x.shape();
-  rep.has_tensor_value = S::tensor != kb::tensor_kind::none;
-  rep.tensor_value = t;
-  rep.codes = compare_codes_of<typename S::element_format>(want, S::storage_bits, x.size(), codes, x.values(),
-                                                           max_listed);
-  if constexpr (S::scale_bytes == 0) {
-    if (scales_a && scales_a->size() != 0)
-      throw nb::value_error(("kvq.verify: scheme " + name + " has no block scales; pass scales=None").c_str());
-  } else {
-    if (!scales_a)
-      throw nb::value_error(("kvq.verify: scheme " + name + " stores one scale per block; scales is required").c_str());
-    using T = typename S::scale_type;
-    const host_view<T> got = view_as<T>(*scales_a, "kvq.verify", "scales");
-    if (got.size != z.blocks)
-      throw nb::value_error(("kvq.verify: scales holds " + std::to_string(got.size) + " values, " +
-                             std::to_string(z.blocks) + " blocks expected")
-                                .c_str());
-    rep.has_scales = true;
-    rep.scale_shape = with_last(x.shape(), row / s.block_size());
-    if constexpr (std::is_same<T, float>::value) {
-      rep.scales = kvq::verify::compare(want_scales.data(), got.data, z.blocks, "scales (float32)",
-                                        kvq::verify::float_decoder{}, nullptr, max_listed);
-    } else {
-      using SF = typename S::scale_format;
-      rep.scales = kvq::verify::compare(want_scales.data(), got.data, z.blocks,
-                                        std::string("scales (") + kvq::format_name<SF>() + ")",
-                                        kvq::verify::code_decoder<SF>{}, nullptr, max_listed);
-    }
-  }
-  return rep;
-}
-
-template <class F>
-verify_report verify_element(const std::string& name, const host_view<float>& x, const host_view<std::uint8_t>& codes,
-                             const std::optional<any_array>& scales_a, kvq::rounding r, kvq::overflow o,
-                             std::size_t max_listed) {
-  if (scales_a && scales_a->size() != 0)
-    throw nb::value_error(("kvq.verify: element format " + name + " has no scales; pass scales=None").c_str());
-  std::vector<std::uint8_t> want(x.size);
-  kvq::encode_n<F>(x.data, x.size, want.data(), r, o);
-  std::vector<std::uint8_t> packed = want;
-  if (F::bits == 4) {
-    packed.assign((x.size + 1) / 2, 0);
-    for (std::size_t i = 0; i < x.size; ++i)
-      packed[i / 2] = static_cast<std::uint8_t>(packed[i / 2] | ((want[i] & 0x0Fu) << (4 * (i % 2))));
-  }
-  verify_report rep;
-  rep.scheme = name;
-  rep.shape = x.shape;
-  rep.codes = compare_codes_of<F>(packed, F::bits == 4 ? 4 : 8, x.size, codes, x.data, max_listed);
-  return rep;
-}
-
-verify_report verify_py(const std::string& scheme, const any_array& x, const any_array& codes,
-                        const std::optional<any_array>& scales, std::optional<float> tensor_value,
-                        const std::string& rnd, const std::string& ovf, std::size_t max_listed) {
+vf::verify_report verify_py(const std::string& scheme, const any_array& x, const any_array& codes,
+                            const std::optional<any_array>& scales, std::optional<float> tensor_value,
+                            const std::optional<std::string>& rnd, const std::optional<std::string>& ovf,
+                            std::size_t max_listed) {
+  const vf::verifiable_scheme& info = vf::find_verifiable(scheme);
   const host_view<std::uint8_t> cv = view_as<std::uint8_t>(codes, "kvq.verify", "codes");
-  element_format ef;
-  if (find_element_format(scheme, ef)) {
-    const host_view<float> xv = view_as<float>(x, "kvq.verify", "x");
-    const kvq::rounding r = parse_rounding(rnd);
-    const kvq::overflow o = parse_overflow(ovf);
-    return std::visit(
-        [&](auto tag) { return verify_element<decltype(tag)>(scheme, xv, cv, scales, r, o, max_listed); }, ef);
-  }
-  const resolved_scheme rs = resolve_scheme(scheme);
   const block_input xv = read_block_input(x, "kvq.verify");
-  return with_scheme(rs, [&](const auto& s) -> verify_report {
-    using S = std::decay_t<decltype(s)>;
-    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return {};
-    else return verify_scheme(s, rs.name, xv, cv, scales, effective_tensor_value(rs, tensor_value), max_listed);
-  });
+  vf::verify_buffers b;
+  b.input = xv.k == block_input::kind::f32 ? static_cast<const void*>(xv.f.data) : static_cast<const void*>(xv.h.data);
+  b.input_dtype = xv.k == block_input::kind::f32    ? vf::input_type::f32
+                  : xv.k == block_input::kind::fp16 ? vf::input_type::f16
+                                                    : vf::input_type::bf16;
+  b.shape = xv.shape();
+  b.codes = cv.data;
+  b.code_bytes = cv.size;
+  b.input_name = "x";
+  host_view<std::uint8_t> su;
+  host_view<float> sf;
+  if (scales && scales->size() != 0) {
+    // A scheme's own scale dtype, else whichever the caller passed (check() refuses it).
+    const bool as_float = info.scales == vf::scale_type::f32 ||
+                          (info.scales == vf::scale_type::none && scales->dtype() == nb::dtype<float>());
+    if (as_float) {
+      sf = view_as<float>(*scales, "kvq.verify", "scales");
+      b.scales = sf.data;
+      b.scale_count = sf.size;
+      b.scale_dtype = vf::scale_type::f32;
+    } else {
+      su = view_as<std::uint8_t>(*scales, "kvq.verify", "scales");
+      b.scales = su.data;
+      b.scale_count = su.size;
+      b.scale_dtype = vf::scale_type::u8;
+    }
+    const std::size_t n = xv.size();
+    const std::size_t bs = info.block_size ? info.block_size : (b.shape.empty() ? 1 : b.shape.back());
+    if (info.scales != vf::scale_type::none && bs != 0 && n % bs == 0 && b.scale_count != n / bs)
+      throw nb::value_error(("kvq.verify: scales holds " + std::to_string(b.scale_count) + " values, " +
+                             std::to_string(n / bs) + " blocks expected")
+                                .c_str());
+  }
+  vf::verify_options o;
+  if (rnd) o.round = kvq::parse_rounding(*rnd);
+  if (ovf) o.over = kvq::parse_overflow(*ovf);
+  o.tensor_value = tensor_value;
+  o.max_listed = max_listed;
+  try {
+    nb::gil_scoped_release unlocked;
+    return vf::check(info.name, b, o);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error((std::string("kvq.verify: ") + e.what()).c_str());
+  }
+}
+
+// The --dump CSV of a report (kvq/verify/explain.hpp), refused for element formats as
+// `kvq verify --dump` refuses them.
+const vf::explanation& explanation_for_csv(const vf::verify_report& r) {
+  if (!r.block)
+    throw nb::value_error(("the mismatch CSV explains block schemes; " + r.scheme + " is element-wise").c_str());
+  if (!vf::find_verifiable(r.scheme).explained)
+    throw nb::value_error(("the mismatch CSV explains minifloat codes; " + r.scheme + " stores integer codes").c_str());
+  return r.explained;
 }
 
 std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64); }
@@ -809,37 +698,117 @@ NB_MODULE(_kvq, m) {
                " differ>";
       });
 
-  nb::class_<verify_report>(m, "Report",
-                            "Result of kvq.verify: truthy `ok`; printing it lists the first mismatches (index, "
-                            "position, input, both codes and decoded values) and the buffers' hashes, so "
-                            "`assert r.ok, r` in pytest shows the problem.")
-      .def_ro("scheme", &verify_report::scheme)
-      .def_ro("shape", &verify_report::shape)
-      .def_prop_ro("ok", &verify_report::ok)
-      .def_ro("codes", &verify_report::codes, "the codes comparison")
+  nb::class_<vf::element_mismatch>(m, "ElementMismatch",
+                                   "One mismatching element of a block scheme, explained: the fields are the "
+                                   "columns of `kvq verify --dump` (class is `mismatch_class`).")
+      .def_ro("index", &vf::element_mismatch::index, "flat element index")
+      .def_ro("block", &vf::element_mismatch::block, "flat block index")
+      .def_ro("block_row", &vf::element_mismatch::block_row, "row of the block")
+      .def_ro("block_col", &vf::element_mismatch::block_col, "block within its row")
+      .def_prop_ro("mismatch_class", [](const vf::element_mismatch& e) { return std::string(vf::to_string(e.cls)); },
+                   "'scale' (the block's scale differs), 'element' (same scale, other code) or 'nan' (NaN bits)")
+      .def_ro("input", &vf::element_mismatch::input, "the element as the recipe loaded it")
+      .def_ro("block_amax", &vf::element_mismatch::block_amax, "kvq's block amax")
+      .def_ro("unrounded_scale", &vf::element_mismatch::unrounded_scale, "kvq's fp32 scale before its cast")
+      .def_ro("kvq_scale_code", &vf::element_mismatch::want_scale_code, "kvq's stored scale bits")
+      .def_ro("kernel_scale_code", &vf::element_mismatch::got_scale_code, "the kernel's stored scale bits")
+      .def_ro("kvq_scale", &vf::element_mismatch::want_scale, "kvq's scale, decoded")
+      .def_ro("kernel_scale", &vf::element_mismatch::got_scale, "the kernel's scale, decoded")
+      .def_ro("scaled", &vf::element_mismatch::scaled, "kvq's element before its cast (x times the inverse scale)")
+      .def_ro("kvq_code", &vf::element_mismatch::want_code, "kvq's code")
+      .def_ro("kernel_code", &vf::element_mismatch::got_code, "the kernel's code")
+      .def_ro("kvq_value", &vf::element_mismatch::want_value, "kvq's code decoded")
+      .def_ro("kernel_value", &vf::element_mismatch::got_value, "the kernel's code decoded")
+      .def("__repr__", [](const vf::element_mismatch& e) {
+        return "ElementMismatch(index=" + std::to_string(e.index) + ", block=" + std::to_string(e.block) +
+               ", class=" + vf::to_string(e.cls) + ")";
+      });
+
+  nb::class_<vf::scale_mismatch>(m, "ScaleMismatch", "One block whose stored scale differs.")
+      .def_ro("block", &vf::scale_mismatch::block, "flat block index")
+      .def_ro("block_row", &vf::scale_mismatch::block_row, "row of the block")
+      .def_ro("block_col", &vf::scale_mismatch::block_col, "block within its row")
+      .def_ro("nan_only", &vf::scale_mismatch::nan_only, "both scales decode to NaN")
+      .def_ro("block_amax", &vf::scale_mismatch::block_amax, "kvq's block amax")
+      .def_ro("unrounded_scale", &vf::scale_mismatch::unrounded_scale, "kvq's fp32 scale before its cast")
+      .def_ro("kvq_scale_code", &vf::scale_mismatch::want_scale_code, "kvq's stored scale bits")
+      .def_ro("kernel_scale_code", &vf::scale_mismatch::got_scale_code, "the kernel's stored scale bits")
+      .def_ro("kvq_scale", &vf::scale_mismatch::want_scale, "kvq's scale, decoded")
+      .def_ro("kernel_scale", &vf::scale_mismatch::got_scale, "the kernel's scale, decoded")
+      .def_ro("code_mismatches", &vf::scale_mismatch::code_mismatches, "code mismatches in the block (class scale)");
+
+  nb::class_<vf::explanation>(m, "Explanation",
+                              "Every mismatch of a block scheme explained and classed, with a summary by class "
+                              "(what `kvq verify` prints under 'explanation').")
+      .def_ro("scheme", &vf::explanation::scheme)
+      .def_ro("elements", &vf::explanation::elements, "elements compared")
+      .def_ro("blocks", &vf::explanation::blocks)
+      .def_ro("block_size", &vf::explanation::block_size)
+      .def_ro("blocks_per_row", &vf::explanation::blocks_per_row)
+      .def_ro("scale_blocks", &vf::explanation::scale_blocks, "blocks whose scale differs (not NaN-only)")
+      .def_ro("scale_consequences", &vf::explanation::scale_consequences, "code mismatches in those blocks")
+      .def_ro("element_errors", &vf::explanation::element_errors, "code mismatches of class element")
+      .def_ro("nan_codes", &vf::explanation::nan_codes, "codes differing only in NaN bits")
+      .def_ro("nan_scales", &vf::explanation::nan_scales, "scales differing only in NaN bits")
+      .def_ro("mismatches", &vf::explanation::elements_listed, "every mismatching element (ElementMismatch)")
+      .def_ro("scale_mismatches", &vf::explanation::scales_listed, "every block whose scale differs (ScaleMismatch)")
+      .def("__str__", [](const vf::explanation& e) {
+        std::ostringstream os;
+        vf::print(os, e);
+        return os.str();
+      });
+
+  nb::class_<vf::verify_report>(m, "Report",
+                                "Result of kvq.verify: truthy `ok`; str() is what `kvq verify` prints (the first "
+                                "mismatches with positions, the hashes and, for block schemes, the explanation of "
+                                "every mismatch), repr() one line, so `assert r.ok, r` in pytest shows the problem.")
+      .def_ro("scheme", &vf::verify_report::scheme, "canonical scheme name")
+      .def_ro("shape", &vf::verify_report::shape)
+      .def_prop_ro("ok", &vf::verify_report::ok)
+      .def_ro("codes", &vf::verify_report::codes, "the codes comparison")
       .def_prop_ro("scales",
-                   [](const verify_report& r) -> nb::object { return r.has_scales ? nb::cast(r.scales) : nb::none(); },
+                   [](const vf::verify_report& r) -> nb::object { return r.has_scales ? nb::cast(r.scales) : nb::none(); },
                    "the scales comparison, or None for schemes without block scales")
-      .def_prop_ro("code_mismatches", [](const verify_report& r) { return r.codes.mismatches; })
-      .def_prop_ro("scale_mismatches", [](const verify_report& r) { return r.has_scales ? r.scales.mismatches : 0; })
+      .def_prop_ro("code_mismatches", [](const vf::verify_report& r) { return r.codes.mismatches; })
+      .def_prop_ro("scale_mismatches",
+                   [](const vf::verify_report& r) { return r.has_scales ? r.scales.mismatches : 0; })
       .def_prop_ro("tensor_value",
-                   [](const verify_report& r) -> nb::object {
+                   [](const vf::verify_report& r) -> nb::object {
                      return r.has_tensor_value ? nb::cast(r.tensor_value) : nb::none();
                    },
                    "the tensor value kvq used, or None")
-      .def("__bool__", &verify_report::ok)
-      .def("__str__", &verify_report::text)
-      .def("__repr__", &verify_report::line);
+      .def_prop_ro("explanation",
+                   [](const vf::verify_report& r) -> nb::object {
+                     return r.has_explanation ? nb::cast(r.explained) : nb::none();
+                   },
+                   "block schemes that differ: the Explanation of every mismatch, else None")
+      .def_prop_ro("mismatches", [](const vf::verify_report& r) { return r.explained.elements_listed; },
+                   "every mismatching element explained (ElementMismatch; empty when all match or for element "
+                   "formats)")
+      .def("to_csv", [](const vf::verify_report& r) { return vf::mismatch_csv(explanation_for_csv(r)); },
+           "The mismatches as the CSV `kvq verify --dump` writes (the header only when all match).")
+      .def("dump",
+           [](const vf::verify_report& r, const std::string& path) {
+             vf::write_mismatch_csv(path, explanation_for_csv(r));
+           },
+           nb::arg("path"), "Write to_csv() to path, atomically, as `kvq verify --dump path` does.")
+      .def("__bool__", &vf::verify_report::ok)
+      .def("__str__", [](const vf::verify_report& r) { return vf::to_string(r); })
+      .def("__repr__", [](const vf::verify_report& r) {
+        return "kvq.verify(" + r.scheme + "): " + vf::summary_line(r) + " (str() for the table)";
+      });
 
   m.def("verify", &verify_py,
         nb::sig("def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, "
                 "scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, "
-                "rounding: str = 'nearest_even', overflow: str = 'satfinite', max_listed: int = 10) -> Report"),
+                "rounding: str | None = None, overflow: str | None = None, max_listed: int = 10) -> Report"),
         nb::arg("scheme"), nb::arg("x"), nb::arg("codes"), nb::arg("scales") = nb::none(),
-        nb::arg("tensor_value") = nb::none(), nb::arg("rounding") = "nearest_even",
-        nb::arg("overflow") = "satfinite", nb::arg("max_listed") = 10,
-        "Compare a kernel's codes (and block scales) with kvq's, bit for bit. scheme: a block scheme "
-        "(kvq.schemes()) or an element format (kvq.formats(); then rounding/overflow apply and scales is None). "
-        "Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. "
-        "tensor_value: the tensor-level value the kernel used (default: computed from x as the recipe does).");
+        nb::arg("tensor_value") = nb::none(), nb::arg("rounding") = nb::none(),
+        nb::arg("overflow") = nb::none(), nb::arg("max_listed") = 10,
+        "Compare a kernel's codes (and block scales) with kvq's, bit for bit, through the library's one "
+        "verification entry point (what `kvq verify` runs). scheme: a block scheme (kvq.schemes()) or an element "
+        "format (kvq.formats(); then rounding (default nearest_even) and overflow (default satfinite) apply and "
+        "scales is None; block schemes refuse them). x: float32, float16 or bfloat16. Codes may be packed as "
+        "quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the "
+        "kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does).");
 }

@@ -1,5 +1,6 @@
 // The .npy verifier's command line (kvq verify, kvq-npy-verify), parsed with CLI11; the
-// work is the verify layer's npy_verify / npy_make_example (kvq/verify/npy_verify.hpp).
+// work is the verify layer's npy_verify / npy_make_example (kvq/verify/npy_verify.hpp),
+// which hand the files to kvq::verify::check, and its report's print.
 //
 //   PROG --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [--tensor-value V]
 //        [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]
@@ -99,9 +100,9 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
       return 0;
     }
     if (list) {
-      for (const auto& s : v::detail::schemes())
-        out << s.name << (s.name.size() < 24 ? std::string(24 - s.name.size(), ' ') : std::string(" ")) << s.what
-            << "\n";
+      for (const auto& s : v::verifiable_schemes())
+        out << s.name << (s.name.size() < 24 ? std::string(24 - s.name.size(), ' ') : std::string(" "))
+            << s.description << "\n";
       return 0;
     }
     if (o_scheme->count()) req.scheme = scheme;
@@ -109,8 +110,8 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
       req.tensor_value = v::detail::parse_float("--tensor-value", tensor_value);
       req.has_tensor_value = true;
     }
-    if (o_round->count()) req.r = v::detail::parse_rounding(rounding);
-    if (o_over->count()) req.o = v::detail::parse_overflow(overflow);
+    if (o_round->count()) req.r = kvq::parse_rounding(rounding);
+    if (o_over->count()) req.o = kvq::parse_overflow(overflow);
     if (o_layout->count()) req.layout = v::parse_scale_layout(layout_s);
     if (o_max->count()) req.max_listed = v::detail::parse_count("--max-report", max_report, 0, 1000000);
     std::size_t rows = 8, cols = 64;
@@ -118,7 +119,7 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     if (o_rows->count()) rows = v::detail::parse_count("--rows", rows_s, 1, std::size_t{1} << 20);
     if (o_cols->count()) cols = v::detail::parse_count("--cols", cols_s, 1, std::size_t{1} << 20);
     if (o_seed->count()) seed = v::detail::parse_seed("--seed", seed_s);
-    const v::detail::scheme_entry& s = v::detail::require_scheme(req.scheme);
+    const v::verifiable_scheme& s = v::find_verifiable(req.scheme);
     if (s.block && (o_round->count() || o_over->count()))
       throw std::invalid_argument("--rounding/--overflow apply to element schemes; " + s.name + " follows its recipe");
     if (o_make->count()) {
@@ -135,20 +136,11 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     if (o_dump->count()) {
       if (dump.empty()) throw std::invalid_argument("--dump: empty file name");
       if (!s.block) throw std::invalid_argument("--dump explains block schemes; " + s.name + " is element-wise");
+      if (!s.explained)
+        throw std::invalid_argument("--dump explains minifloat codes; " + s.name + " stores integer codes");
     }
-    const v::npy_verify_result res = v::npy_verify(req);
-    out << "scheme " << res.scheme;
-    if (!s.block) out << " (rounding " << to_string(req.r) << ", overflow " << to_string(req.o) << ")";
-    out << ", input shape " << v::npy::shape_string(res.shape) << "\n";
-    if (res.has_tensor_value) {
-      const auto reg = kvq::kv::registry::global().lookup(res.scheme);
-      const bool unit = reg && reg->rule == kvq::kv::tensor_rule::unit;
-      out << "tensor value " << v::detail::num(res.tensor_value) << " ("
-          << (res.tensor_value_given ? "given" : unit ? "the scheme's fixed value" : "computed from the input") << ")\n";
-    }
-    v::print(out, res.codes, res.shape);
-    if (res.has_scales) v::print(out, res.scales, res.scale_shape);
-    if (res.has_explanation) v::print(out, res.explained, req.max_listed);
+    const v::verify_report res = v::npy_verify(req);
+    v::print_details(out, res);
     if (o_dump->count()) {
       v::write_mismatch_csv(dump, res.explained);  // empty explanation: the header only
       out << "wrote " << res.explained.elements_listed.size() << " mismatching elements to " << dump << "\n";

@@ -2,6 +2,9 @@
 /// kvq/format/policy.hpp — rounding and overflow policies of a conversion.
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 namespace kvq {
 
 /// How a value between two representable neighbours is resolved.
@@ -36,6 +39,28 @@ inline constexpr const char* to_string(rounding r) noexcept {
 /// The enumerator's name ("satfinite" or "nosat").
 inline constexpr const char* to_string(overflow o) noexcept {
   return o == overflow::satfinite ? "satfinite" : "nosat";
+}
+
+/// The rounding named `name`: its enumerator name or the PTX suffix (nearest_even|rn,
+/// toward_zero|rz, up|ru, down|rd, nearest_away|rna). The one parser of rounding
+/// names: the kvq command, the verifier and the Python module all call it.
+/// \throws std::invalid_argument naming the accepted names.
+inline rounding parse_rounding(const std::string& name) {
+  if (name == "nearest_even" || name == "rn") return rounding::nearest_even;
+  if (name == "toward_zero" || name == "rz") return rounding::toward_zero;
+  if (name == "up" || name == "ru") return rounding::up;
+  if (name == "down" || name == "rd") return rounding::down;
+  if (name == "nearest_away" || name == "rna") return rounding::nearest_away;
+  throw std::invalid_argument("unknown rounding '" + name +
+                              "' (nearest_even|rn, toward_zero|rz, up|ru, down|rd, nearest_away|rna)");
+}
+
+/// The overflow policy named `name`: satfinite (or sat) or nosat.
+/// \throws std::invalid_argument naming the accepted names.
+inline overflow parse_overflow(const std::string& name) {
+  if (name == "satfinite" || name == "sat") return overflow::satfinite;
+  if (name == "nosat") return overflow::nosat;
+  throw std::invalid_argument("unknown overflow '" + name + "' (satfinite, nosat)");
 }
 
 }  // namespace kvq

@@ -293,6 +293,33 @@ inline kv_format format_of(const scheme& s) {
   return *s.format;
 }
 
+/// The tensor value a call (quantize, dequantize, verify) uses for scheme s: the
+/// caller's when given; else 1.0 for schemes whose rule is `unit` (vLLM's default
+/// k_scale); else none, and the recipe computes it from the data as
+/// kvq::block::quantize does with tensor_value::computed().
+inline std::optional<float> tensor_value_for(const scheme& s, std::optional<float> given) {
+  if (given) return given;
+  if (s.rule == tensor_rule::unit) return 1.0f;
+  return std::nullopt;
+}
+
+/// The recipe `r` of scheme `scheme_name` set up for rows of `row` elements: a
+/// per-token-head recipe takes the row as its block (head_dim); every recipe's blocks
+/// must tile the row. Throws std::invalid_argument naming the scheme otherwise.
+template <class S>
+S recipe_for_rows(const S& r, std::size_t row, const std::string& scheme_name) {
+  S s = r;
+  if constexpr (detail::is_per_token_head<S>::value) {
+    if (row == 0) throw std::invalid_argument("scheme " + scheme_name + " needs rows of length > 0");
+    s.head_dim = row;
+  }
+  if (s.block_size() == 0 || row % s.block_size() != 0)
+    throw std::invalid_argument("row length " + std::to_string(row) +
+                                " (the last dimension) is not a multiple of the block size " +
+                                std::to_string(s.block_size()) + " of scheme " + scheme_name);
+  return s;
+}
+
 /// A cache policy that stores every token with the scheme (K and V), its tensor value
 /// fixed by the scheme's rule: 1.0 for `unit`, calibrated from the first chunk otherwise.
 inline precision_policy uniform_policy(const scheme& s) {

@@ -332,27 +332,36 @@ inline const char* mismatch_csv_header() noexcept {
          "kvq_scale,kernel_scale,scaled,kvq_code,kernel_code,kvq_value,kernel_value";
 }
 
-/// Writes one CSV row per mismatching element (header first), atomically with
-/// kvq::atomic_file: the rows go to an exclusively created temporary file next to `path`,
-/// synced and renamed over `path` only once complete, so a reader never sees a
-/// half-written file; a character device or FIFO (`/dev/null`, a pipe) is written
-/// directly and never replaced.
+/// One CSV row of write_mismatch_csv (no newline): the columns of
+/// mismatch_csv_header(), floats with 9 significant digits, codes in hex.
+inline std::string mismatch_csv_row(const explanation& e, const element_mismatch& m) {
+  const int sd = e.float_scales ? 8 : 2;
+  const int cd = e.element_bits == 4 ? 1 : 2;
+  std::ostringstream f;
+  f << m.index << ',' << m.block << ',' << m.block_row << ',' << m.block_col << ',' << to_string(m.cls) << ','
+    << detail::g9(m.input) << ',' << detail::g9(m.block_amax) << ',' << detail::g9(m.unrounded_scale) << ','
+    << detail::hex(m.want_scale_code, sd) << ',' << detail::hex(m.got_scale_code, sd) << ','
+    << detail::g9(m.want_scale) << ',' << detail::g9(m.got_scale) << ',' << detail::g9(m.scaled) << ','
+    << detail::hex(m.want_code, cd) << ',' << detail::hex(m.got_code, cd) << ',' << detail::g9(m.want_value) << ','
+    << detail::g9(m.got_value);
+  return f.str();
+}
+
+/// The text write_mismatch_csv writes: the header, then one row per mismatching element.
+inline std::string mismatch_csv(const explanation& e) {
+  std::string out = std::string(mismatch_csv_header()) + "\n";
+  for (const element_mismatch& m : e.elements_listed) out += mismatch_csv_row(e, m) + "\n";
+  return out;
+}
+
+/// Writes mismatch_csv(e) to `path` atomically with kvq::atomic_file: the rows go to an
+/// exclusively created temporary file next to `path`, synced and renamed over `path` only
+/// once complete, so a reader never sees a half-written file; a character device or FIFO
+/// (`/dev/null`, a pipe) is written directly and never replaced.
 /// \throws std::invalid_argument for a target kvq refuses (a symbolic link, a directory)
 /// \throws std::runtime_error naming `path` if it cannot be written
 inline void write_mismatch_csv(const std::string& path, const explanation& e) {
-  std::ostringstream f;
-  const int sd = e.float_scales ? 8 : 2;
-  const int cd = e.element_bits == 4 ? 1 : 2;
-  f << mismatch_csv_header() << "\n";
-  for (const element_mismatch& m : e.elements_listed) {
-    f << m.index << ',' << m.block << ',' << m.block_row << ',' << m.block_col << ',' << to_string(m.cls) << ','
-      << detail::g9(m.input) << ',' << detail::g9(m.block_amax) << ',' << detail::g9(m.unrounded_scale) << ','
-      << detail::hex(m.want_scale_code, sd) << ',' << detail::hex(m.got_scale_code, sd) << ','
-      << detail::g9(m.want_scale) << ',' << detail::g9(m.got_scale) << ',' << detail::g9(m.scaled) << ','
-      << detail::hex(m.want_code, cd) << ',' << detail::hex(m.got_code, cd) << ',' << detail::g9(m.want_value) << ','
-      << detail::g9(m.got_value) << "\n";
-  }
-  kvq::write_file_atomic(path, f.str());
+  kvq::write_file_atomic(path, mismatch_csv(e));
 }
 
 /// Summary by class, then up to max_listed scale mismatches and element mismatches.

@@ -8,6 +8,10 @@
 /// Signatures (batch form, so a kernel wrapper can launch once per batch):
 ///   subject / reference: void(const float* in, std::size_t n, std::uint8_t* codes_out)
 /// For a per-element function std::uint8_t(float) wrap it in elementwise{f}.
+///
+/// The pipeline drives a conversion callable over generated inputs; buffers a kernel has
+/// already written (codes, block scales) are checked with kvq::verify::check
+/// (kvq/verify/check.hpp).
 #pragma once
 
 #include <cstddef>
