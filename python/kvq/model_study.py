@@ -16,7 +16,9 @@ Setup:
   SmolLM2. The tokenizer is the one stored in the GGUF file.
 * Text: Debian's common licence texts (``/usr/share/common-licenses``: GPL-3,
   Apache-2.0, MPL-2.0, GFDL-1.3, LGPL-3, LGPL-2.1, GPL-2), joined by blank lines,
-  tokenized once; a context of L tokens is the first L tokens. Nothing is downloaded.
+  tokenized once; a context of L tokens is the first L tokens (8k: 8192 minus the room
+  the citation prompts need, 8150 tokens; the tables give the tokens used). Nothing is
+  downloaded.
 * Reference: the same model with the cache scheme ``fp32`` (K and V exactly as the model
   computes them; ``kvq.torch`` gives the model's own logits bit for bit then).
 * Each scheme: one prefill of the L tokens with the KV of every layer stored by the scheme
@@ -80,6 +82,7 @@ DEFAULTS = {"contexts": [1024, 2048, 4096, 8192],
 QUICK = {"contexts": [512], "schemes": ["fp8_e4m3", "nvfp4_te"], "queries": 8, "citations": 16,
          "lead": 24}
 REFERENCE = "fp32"
+MAX_SPAN_TOKENS = 12  # longer spans (long URLs) are not asked
 TOPK_RECALL = 16
 TOPK_TAU = 32
 
@@ -260,7 +263,7 @@ def citation_trials(text: str, tok, ids: List[int], offsets, L: int, lead: int, 
             # the tokens covering the span; the span must start at a token boundary
             t0 = int(np.searchsorted(ends, a, side="right"))
             t1 = int(np.searchsorted(starts, b, side="left"))
-            if t0 < lead or t1 > L or t1 <= t0 or t0 in seen:
+            if t0 < lead or t1 > L or t1 <= t0 or t1 - t0 > MAX_SPAN_TOKENS or t0 in seen:
                 continue
             if starts[t0] < a - 1:  # the first token reaches into the text before the span
                 continue
@@ -368,10 +371,11 @@ def _row_metrics(ref_rows, rows):
 
 def run(contexts=None, schemes=None, quick: bool = False, seed: int = 1, out: Optional[str] = None,
         queries: Optional[int] = None, citations: Optional[int] = None, threads: Optional[int] = None,
-        log=None) -> Dict[str, Any]:
+        log=None, loaded=None) -> Dict[str, Any]:
     """Run the study; returns {"tables", "titles", "help", "findings", "setup", "grid"} as
     kvq.run_study does, and writes model*.csv and model.json to `out` when given (each
-    file written to a temporary name and renamed)."""
+    file written to a temporary name and renamed). ``loaded``: the (model, tokenizer,
+    directory) of ``load_model()`` to reuse instead of loading them again."""
     import torch
     import transformers
 
@@ -391,13 +395,15 @@ def run(contexts=None, schemes=None, quick: bool = False, seed: int = 1, out: Op
     t_start = time.time()
 
     text, corpus_files = load_corpus()
-    model, tok, mdir = load_model(threads)
+    model, tok, mdir = loaded if loaded is not None else load_model(threads)
     say(f"model loaded in {time.time() - t_start:.0f} s")
     enc = tok(text, return_offsets_mapping=True, add_special_tokens=False)
     all_ids, offsets = enc["input_ids"], enc["offset_mapping"]
     sep = tok("\n\n", add_special_tokens=False)["input_ids"]
-    if max(contexts) + len(sep) + lead + 8 > model.config.max_position_embeddings:
-        raise ValueError("context too long for the model's positions")
+    # the citation prompts need positions after the context: 8k means 8192 minus that room
+    room = len(sep) + lead + MAX_SPAN_TOKENS
+    requested = list(contexts)
+    contexts = [min(L, model.config.max_position_embeddings - room) for L in contexts]
     if max(contexts) > len(all_ids):
         raise ValueError(f"the corpus has {len(all_ids)} tokens, fewer than the context {max(contexts)}")
 
@@ -417,7 +423,8 @@ def run(contexts=None, schemes=None, quick: bool = False, seed: int = 1, out: Op
         "citation_lead_tokens": lead, "attention_rows": f"the last {queries} queries of the context, every layer "
                                                         "and head",
     }
-    grid = {"contexts": contexts, "schemes": schemes, "queries": queries, "citations": citations, "quick": quick}
+    grid = {"contexts": requested, "contexts_used": contexts, "schemes": schemes, "queries": queries,
+            "citations": citations, "quick": quick}
 
     t_model, t_layers, t_heads, t_cit = [], [], [], []
     findings: List[str] = []
