@@ -192,3 +192,18 @@ def test_quick_grid_on_smollm2(tmp_path):
     assert doc["setup"]["seed"] == 1 and doc["grid"]["quick"] is True
     assert [c["file"] for c in doc["setup"]["corpus"]][0].endswith("GPL-3")
     assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp-")]
+
+
+def test_run_study_model_options():
+    import kvq
+
+    with pytest.raises(ValueError, match="has no option 'frobnicate'"):
+        kvq.run_study("model", frobnicate=1)
+    with pytest.raises(ValueError, match="seed -1"):
+        kvq.run_study("model", seed=-1)
+    try:
+        listed = {s["name"]: s for s in kvq.studies()}
+    except ImportError:  # built without the study engine
+        return
+    assert {"contexts", "schemes", "citations"} <= {p["name"] for p in listed["model"]["params"]}
+    assert "Q4_1" in listed["model"]["description"]
