@@ -11,7 +11,10 @@ C-contiguous array of the expected dtype is read in place; results are NumPy arr
 ``kvq.capture`` records the Q, K and V of a Hugging Face ``transformers`` model in kvq's
 KV file format (it needs torch, and safetensors for .safetensors files; neither is
 imported until it is called). ``kvq.run_study`` runs the studies of the ``kvq`` command
-and returns their tables as NumPy columns.
+and returns their tables as NumPy columns (``run_study("model", ...)``: the decoder
+study of ``kvq.model_study``, which needs torch and transformers).
+``kvq.torch`` (imported on request) stores a ``transformers`` model's KV cache with any
+scheme of the registry.
 """
 
 from ._kvq import (
@@ -22,6 +25,7 @@ from ._kvq import (
     Report,
     ScaleMismatch,
     bits_per_value,
+    calibrate,
     decode,
     dequantize,
     describe,
@@ -46,6 +50,7 @@ __all__ = [
     "Report",
     "ScaleMismatch",
     "bits_per_value",
+    "calibrate",
     "capture",
     "decode",
     "dequantize",

@@ -31,8 +31,15 @@ def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32') -
     Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN codes decode to a quiet NaN with the code's sign.
     """
 
-def schemes() -> list[str]:
-    """Names of the block quantization schemes."""
+def schemes(all: bool = False) -> list[str]:
+    """
+    Names of the block quantization schemes (the ones quantize, dequantize and verify accept). all=True: every name of the scheme registry, in its order: the high-precision formats (bf16, fp16, fp32), the block schemes and the KIVI zero-point schemes (which quantize and dequantize accept, verify does not).
+    """
+
+def calibrate(x: numpy.typing.ArrayLike, scheme: str, role: str = 'key') -> float | None:
+    """
+    The tensor value a kvq KV cache fixes for `scheme` when x (all heads of one layer's K or V) is the first chunk it stores, by the registry's rule: None (no tensor value), 1.0 (unit, e.g. fp8_e4m3), vLLM calc_kv_scales amax/200 (key) or amax/100 (value) for the calibrated FP8 schemes, or the recipe's own rule from the amax (NVFP4). Pass it to quantize as tensor_value.
+    """
 
 def describe(name: str) -> dict[str, Any]:
     """
@@ -44,14 +51,14 @@ def bits_per_value(name: str, head_dim: int = 128) -> float:
     Average stored bits per element of a row of head_dim values (block scales and zero points included, the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.
     """
 
-def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | None]:
+def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | numpy.typing.NDArray[numpy.float32] | None]:
     """
-    Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (computed from x unless given), or None.
+    Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (computed from x unless given), or None. Zero-point schemes (KIVI, kvq::block::kivi_group): groups of `group` (32) consecutive elements along the last dimension (KIVI's values: pass (..., tokens, head_dim); its keys, grouped along tokens: pass the transpose (..., head_dim, tokens)), float32 scales (max - min) / (2^bits - 1), and the third value is the zero points (the group minima), float32 with the scales' shape.
     """
 
-def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, tensor_value: float | None = None) -> numpy.typing.NDArray[numpy.float32]:
+def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, tensor_value: float | numpy.typing.ArrayLike | None = None) -> numpy.typing.NDArray[numpy.float32]:
     """
-    Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,).
+    Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,). For zero-point schemes (KIVI) tensor_value is the zero points array (quantize's third value).
     """
 
 class Mismatch:

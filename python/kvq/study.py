@@ -1,5 +1,7 @@
 """The studies of the kvq command, from Python: ``kvq.run_study(name, **grid)`` runs the
 same study code as ``kvq study NAME`` and returns its tables as NumPy columns.
+``run_study("model", ...)`` runs the Python-only decoder study (``kvq.model_study``:
+SmolLM2-135M with its KV cache stored by kvq's schemes; needs torch and transformers).
 
 Grid options are keyword arguments named as on the command line with ``-`` written
 ``_`` (``outlier_channels=2`` is ``--outlier-channels 2``). Values are turned into the
@@ -28,11 +30,47 @@ def _engine():
     return _study
 
 
+_MODEL_PARAMS = {"contexts": "token counts (1k = 1024), 64 .. 8k", "schemes": "kvq scheme names",
+                 "queries": "attention rows recorded per layer", "citations": "citation trials per context, at most",
+                 "out": "directory for the CSV and JSON files"}
+
+
 def studies() -> List[Dict[str, Any]]:
     """The studies: one dict per study with ``name``, ``summary``, ``description`` and
     ``params`` (each: ``name``, ``kind``, ``default``, ``quick_default``, ``help``,
-    ``allowed``; defaults as option text)."""
-    return _engine().studies()
+    ``allowed``; defaults as option text). The last is ``model`` (Python only: it
+    needs torch and transformers; ``kvq.model_study``)."""
+    out = list(_engine().studies())
+    from . import model_study as ms
+
+    def text(v):
+        return ",".join(str(x) for x in v) if isinstance(v, list) else str(v)
+
+    out.append({"name": "model", "summary": "SmolLM2-135M (Q4_1 weights) on legal text with kvq KV schemes",
+                "description": (ms.__doc__ or "").strip(),
+                "params": [{"name": k, "kind": "list" if k in ("contexts", "schemes") else "text" if k == "out"
+                            else "int", "default": text(ms.DEFAULTS.get(k, "")),
+                            "quick_default": text(ms.QUICK.get(k, "")), "help": h, "allowed": ""}
+                           for k, h in _MODEL_PARAMS.items()]})
+    return out
+
+
+def _run_model_study(quick, seed, threads, grid) -> Dict[str, Any]:
+    from . import model_study as ms
+
+    unknown = sorted(set(grid) - set(_MODEL_PARAMS))
+    if unknown:
+        raise ValueError(f"run_study: the model study has no option {unknown[0]!r} (allowed: "
+                         f"{', '.join(_MODEL_PARAMS)})")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**63:
+        raise ValueError(f"run_study: seed {seed!r} is not a valid seed")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral)
+                                or not 1 <= int(threads) <= 4096):
+        raise ValueError(f"run_study: threads {threads!r} is not a valid thread count (allowed: 1 to 4096)")
+    r = ms.run(contexts=grid.get("contexts"), schemes=grid.get("schemes"), quick=bool(quick), seed=int(seed),
+               out=grid.get("out"), queries=grid.get("queries"), citations=grid.get("citations"), threads=threads)
+    return {"tables": r["tables"], "titles": r["titles"], "help": r["help"], "findings": r["findings"],
+            "setup": r["setup"], "grid": r["grid"], "threads": r["setup"]["torch_threads"]}
 
 
 def _option_text(key: str, value) -> str:
@@ -85,6 +123,8 @@ def run_study(name: str, quick: bool = False, seed: int = 1, threads: Optional[i
     """
     if not isinstance(name, str):
         raise ValueError(f"run_study: name must be a str, got {type(name).__name__}")
+    if name == "model":
+        return _run_model_study(quick, seed, threads, grid)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**64:
         raise ValueError(f"run_study: seed {seed!r} is not a valid seed (allowed: 0 to {2**64 - 1})")
     if threads is None:

@@ -323,7 +323,7 @@ std::optional<float> effective_tensor_value(const resolved_scheme& r, std::optio
   return kvq::kv::tensor_value_for(kvq::kv::find_scheme(r.name), given);
 }
 
-// Names quantize/dequantize/verify accept (zero-point schemes are only described).
+// Names quantize/dequantize/verify accept (zero-point schemes: quantize/dequantize only).
 std::vector<std::string> scheme_names();
 
 template <class Fn>
@@ -362,23 +362,28 @@ template <class S>
 void reject_zero_points(const std::string& name, const char* fn) {
   if constexpr (S::has_zero_point)
     throw nb::value_error((std::string(fn) + ": scheme " + name +
-                           " stores zero points (KIVI); the Python bindings do not expose it yet")
+                           " stores zero points (KIVI); kvq.verify does not compare them yet (kvq.quantize and "
+                           "kvq.dequantize do)")
                               .c_str());
 }
 
 template <class S>
 float quantize_input(const S& s, const block_input& x, kvq::block::tensor_value tv, std::uint8_t* codes,
-                     std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales) {
+                     std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales,
+                     float* zeros = nullptr, std::size_t n_zeros = 0) {
   namespace b = kvq::block;
   nb::gil_scoped_release unlocked;
   switch (x.k) {
     case block_input::kind::bf16:
-      return b::quantize<S, b::bf16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales);
+      return b::quantize<S, b::bf16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales, zeros,
+                                           n_zeros);
     case block_input::kind::fp16:
-      return b::quantize<S, b::fp16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales);
+      return b::quantize<S, b::fp16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales, zeros,
+                                           n_zeros);
     case block_input::kind::f32: break;
   }
-  return b::quantize<S, b::f32_input>(s, x.f.data, x.f.size, tv, codes, code_bytes, scales, n_scales);
+  return b::quantize<S, b::f32_input>(s, x.f.data, x.f.size, tv, codes, code_bytes, scales, n_scales, zeros,
+                                      n_zeros);
 }
 
 template <class S>
@@ -401,17 +406,21 @@ struct quantized_buffers {
 template <class S>
 nb::object quantize_scheme(const S& proto, const std::string& name, const block_input& x,
                            std::optional<float> tensor_value) {
-  reject_zero_points<S>(name, "kvq.quantize");
   const std::size_t row = x.shape().empty() ? 1 : x.shape().back();
   const S s = scheme_for_row(proto, row, name, "kvq.quantize");
   const kb::buffer_sizes z = kb::sizes_of(s, x.size());
   std::vector<std::uint8_t> codes(z.code_bytes);
   std::vector<typename S::scale_type> scales(z.scales);
+  std::vector<float> zeros(z.zeros);  // KIVI: one zero point (the group minimum) per block
   const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
-  const float t = quantize_input(s, x, tv, codes.data(), codes.size(), scales.data(), scales.size());
+  const float t = quantize_input(s, x, tv, codes.data(), codes.size(), scales.data(), scales.size(),
+                                 zeros.empty() ? nullptr : zeros.data(), zeros.size());
   const std::vector<std::size_t> code_shape = with_last(x.shape(), row * S::storage_bits / 8);
   const std::vector<std::size_t> scale_shape = with_last(x.shape(), row / s.block_size());
-  nb::object tv_out = S::tensor == kb::tensor_kind::none ? nb::none() : nb::cast(t);
+  // Zero-point schemes have no tensor value: their third value is the zero points.
+  nb::object tv_out = S::has_zero_point ? nb::cast(to_numpy(std::move(zeros), scale_shape))
+                      : S::tensor == kb::tensor_kind::none ? nb::none()
+                                                           : nb::cast(t);
   return nb::make_tuple(to_numpy(std::move(codes), code_shape), scale_array<S>(std::move(scales), scale_shape),
                         tv_out);
 }
@@ -441,8 +450,8 @@ float required_tensor_value(std::optional<float> tv, const std::string& name, co
 
 template <class S>
 nb::object dequantize_scheme(const S& proto, const std::string& name, const any_array& codes_a,
-                             const std::optional<any_array>& scales_a, std::optional<float> tensor_value) {
-  reject_zero_points<S>(name, "kvq.dequantize");
+                             const std::optional<any_array>& scales_a, std::optional<float> tensor_value,
+                             const std::optional<any_array>& zeros_a) {
   const host_view<std::uint8_t> c = view_as<std::uint8_t>(codes_a, "kvq.dequantize", "codes");
   const std::size_t code_row = c.shape.empty() ? 1 : c.shape.back();
   const std::size_t row = code_row * 8 / S::storage_bits;
@@ -451,6 +460,19 @@ nb::object dequantize_scheme(const S& proto, const std::string& name, const any_
   const kb::buffer_sizes z = kb::sizes_of(s, n);
   const float t = required_tensor_value<S>(tensor_value, name, "kvq.dequantize");
   std::vector<float> out(n);
+  host_view<float> zv;
+  if constexpr (S::has_zero_point) {
+    if (!zeros_a)
+      throw nb::value_error(("kvq.dequantize: scheme " + name +
+                             " stores zero points; pass them in the tensor_value place (the third value quantize "
+                             "returned)")
+                                .c_str());
+    zv = view_as<float>(*zeros_a, "kvq.dequantize", "zero points");
+    if (zv.size != z.blocks)
+      throw nb::value_error(("kvq.dequantize: zero points hold " + std::to_string(zv.size) + " values, " +
+                             std::to_string(z.blocks) + " blocks expected for codes of shape " + shape_text(c.shape))
+                                .c_str());
+  }
   if constexpr (S::scale_bytes == 0) {
     if (scales_a && scales_a->size() != 0)
       throw nb::value_error(("kvq.dequantize: scheme " + name + " has no block scales; pass scales=None").c_str());
@@ -465,18 +487,37 @@ nb::object dequantize_scheme(const S& proto, const std::string& name, const any_
       throw nb::value_error(("kvq.dequantize: scales holds " + std::to_string(sc.size) + " values, " +
                              std::to_string(z.blocks) + " blocks expected for codes of shape " + shape_text(c.shape))
                                 .c_str());
-    kb::dequantize(s, c.data, c.size, sc.data, sc.size, nullptr, 0, t, out.data(), n);
+    kb::dequantize(s, c.data, c.size, sc.data, sc.size, zv.data, zv.size, t, out.data(), n);
   }
   return nb::cast(to_numpy(std::move(out), with_last(c.shape, row)));
 }
 
+// tensor_value: None or a float; for zero-point schemes (KIVI) the zero points array.
 nb::object dequantize_py(const any_array& codes, const std::optional<any_array>& scales, const std::string& scheme,
-                         std::optional<float> tensor_value) {
+                         nb::object tensor_value) {
   const resolved_scheme r = resolve_scheme(scheme);
   return with_scheme(r, [&](const auto& s) -> nb::object {
     using S = std::decay_t<decltype(s)>;
-    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();
-    else return dequantize_scheme(s, r.name, codes, scales, effective_tensor_value(r, tensor_value));
+    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) {
+      return nb::none();
+    } else {
+      std::optional<float> tv;
+      std::optional<any_array> zeros;
+      if constexpr (S::has_zero_point) {
+        if (!tensor_value.is_none()) {
+          any_array a;
+          if (!nb::try_cast(tensor_value, a))
+            throw nb::type_error(("kvq.dequantize: scheme " + r.name +
+                                  " takes its zero points (an array) in the tensor_value place, got " +
+                                  std::string(nb::type_name(tensor_value.type()).c_str()))
+                                     .c_str());
+          zeros = a;
+        }
+      } else if (!tensor_value.is_none()) {
+        tv = nb::cast<float>(tensor_value);
+      }
+      return dequantize_scheme(s, r.name, codes, scales, effective_tensor_value(r, tv), zeros);
+    }
   });
 }
 
@@ -514,6 +555,28 @@ double bits_per_value_py(const std::string& name, std::size_t head_dim) {
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return 0.0;
     else return kb::bits_per_value(scheme_for_row(s, head_dim, r.name, "kvq.bits_per_value"));
   });
+}
+
+// The tensor value a KV cache freezes for this scheme when its first chunk is x (the
+// registry's rule, as kvq::kv::layer_cache calibrates with the per-layer scope): None for
+// schemes without one, 1.0 for `unit`, else kvq::kv::calibrated_tensor_value of x's amax.
+nb::object calibrate_py(const any_array& x, const std::string& scheme, const std::string& role) {
+  const resolved_scheme r = resolve_scheme(scheme);
+  kvq::kv::kv_role kr;
+  if (role == "key" || role == "k") kr = kvq::kv::kv_role::key;
+  else if (role == "value" || role == "v") kr = kvq::kv::kv_role::value;
+  else throw nb::value_error(("kvq.calibrate: role must be 'key' or 'value', got '" + role + "'").c_str());
+  if (!kvq::kv::has_tensor_value(r.scheme)) return nb::none();
+  if (r.rule == kvq::kv::tensor_rule::unit || r.rule == kvq::kv::tensor_rule::none) return nb::cast(1.0f);
+  const block_input v = read_block_input(x, "kvq.calibrate");
+  const float amax = kb::tensor_amax(v.values(), v.size(), kvq::kv::tensor_amax_rule(r.scheme));
+  return nb::cast(kvq::kv::calibrated_tensor_value(r.scheme, amax, kr));
+}
+
+// Every registry name (all = true: high-precision formats and zero-point schemes too).
+std::vector<std::string> registry_names(bool all) {
+  if (all) return kvq::kv::scheme_names();
+  return scheme_names();
 }
 
 std::vector<std::string> scheme_names() {
@@ -637,7 +700,17 @@ NB_MODULE(_kvq, m) {
         "Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN "
         "codes decode to a quiet NaN with the code's sign.");
 
-  m.def("schemes", &scheme_names, "Names of the block quantization schemes.");
+  m.def("schemes", &registry_names, nb::arg("all") = false,
+        "Names of the block quantization schemes (the ones quantize, dequantize and verify accept). all=True: "
+        "every name of the scheme registry, in its order: the high-precision formats (bf16, fp16, fp32), the block "
+        "schemes and the KIVI zero-point schemes (which quantize and dequantize accept, verify does not).");
+  m.def("calibrate", &calibrate_py,
+        nb::sig("def calibrate(x: numpy.typing.ArrayLike, scheme: str, role: str = 'key') -> float | None"),
+        nb::arg("x"), nb::arg("scheme"), nb::arg("role") = "key",
+        "The tensor value a kvq KV cache fixes for `scheme` when x (all heads of one layer's K or V) is the first "
+        "chunk it stores, by the registry's rule: None (no tensor value), 1.0 (unit, e.g. fp8_e4m3), vLLM "
+        "calc_kv_scales amax/200 (key) or amax/100 (value) for the calibrated FP8 schemes, or the recipe's own "
+        "rule from the amax (NVFP4). Pass it to quantize as tensor_value.");
   m.def("describe", &describe_py, nb::sig("def describe(name: str) -> dict[str, typing.Any]"), nb::arg("name"),
         "A block scheme's properties: recipe, source, storage_bits, block_size (None: the row), scale dtype, "
         "tensor value meaning, exactness, element format.");
@@ -646,20 +719,26 @@ NB_MODULE(_kvq, m) {
         "the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.");
   m.def("quantize", &quantize_py,
         nb::sig("def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> "
-                "tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[typing.Any] | None, float | None]"),
+                "tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[typing.Any] | None, "
+                "float | numpy.typing.NDArray[numpy.float32] | None]"),
         nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(),
         "Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks "
         "run along the last dimension) with a block scheme. Returns "
         "(codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + "
         "(row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, "
         "shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; "
-        "tensor_value the fp32 tensor-level value used (unless given: 1.0 for schemes whose registry rule is unit, such as fp8_e4m3, else computed from x as the recipe does), or None.");
+        "tensor_value the fp32 tensor-level value used (unless given: 1.0 for schemes whose registry rule is unit, such as fp8_e4m3, else computed from x as the recipe does), or None. "
+        "Zero-point schemes (KIVI, kvq::block::kivi_group): groups of `group` (32) consecutive elements along the "
+        "last dimension (KIVI's values: pass (..., tokens, head_dim); its keys, grouped along tokens: pass the "
+        "transpose (..., head_dim, tokens)), float32 scales (max - min) / (2^bits - 1), and the third value is "
+        "the zero points (the group minima), float32 with the scales' shape.");
   m.def("dequantize", &dequantize_py,
         nb::sig("def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, "
-                "tensor_value: float | None = None) -> numpy.typing.NDArray[numpy.float32]"),
+                "tensor_value: float | numpy.typing.ArrayLike | None = None) -> numpy.typing.NDArray[numpy.float32]"),
         nb::arg("codes"), nb::arg("scales"), nb::arg("scheme"),
         nb::arg("tensor_value") = nb::none(),
-        "Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,).");
+        "Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,). For "
+        "zero-point schemes (KIVI) tensor_value is the zero points array (quantize's third value).");
 
   nb::class_<kvq::verify::mismatch>(m, "Mismatch", "One differing element of a verification.")
       .def_ro("index", &kvq::verify::mismatch::index, "flat element (or block) index")

@@ -70,9 +70,16 @@ def test_quantize_wrong_dtype():
         kvq.quantize(X.astype(np.float64), "nvfp4_te")
 
 
-def test_zero_point_schemes_are_refused():
+def test_zero_point_schemes_are_refused_by_verify():
+    codes, scales, zeros = kvq.quantize(X, "kivi_int4")
     with pytest.raises(ValueError, match="zero points"):
-        kvq.quantize(X, "kivi_int4")
+        kvq.verify("kivi_int4", X, codes, scales)
+    with pytest.raises(ValueError, match="stores zero points; pass them"):
+        kvq.dequantize(codes, scales, "kivi_int4")
+    with pytest.raises(ValueError, match="zero points hold 3 values, 4 blocks expected"):
+        kvq.dequantize(codes, scales, "kivi_int4", zeros.reshape(-1)[:3])
+    with pytest.raises(TypeError, match="zero points"):
+        kvq.dequantize(codes, scales, "kivi_int4", 1.0)
 
 
 def test_dequantize_checks():
