@@ -48,7 +48,7 @@ def describe(name: str) -> dict[str, Any]:
 
 def bits_per_value(name: str, head_dim: int = 128) -> float:
     """
-    Average stored bits per element of a row of head_dim values (block scales and zero points included, the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.
+    Stored bits per cached value of the scheme at head dimension head_dim, by the registry's one rule (block scales and zero points included, the single tensor value and KIVI's full-precision window excluded; high-precision formats: their width). The number `kvq memory` prints. Raises ValueError if the block or group size does not divide head_dim.
     """
 
 def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | numpy.typing.NDArray[numpy.float32] | None]:

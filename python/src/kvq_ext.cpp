@@ -548,13 +548,12 @@ nb::dict describe_py(const std::string& name) {
   });
 }
 
+// The registry's one bits-per-value rule (kv::stored_bytes): scales, zero points and
+// KIVI's fp16/fp32 scale types included, the same number `kvq memory` prints.
 double bits_per_value_py(const std::string& name, std::size_t head_dim) {
-  const resolved_scheme r = resolve_scheme(name);
-  return with_scheme(r, [&](const auto& s) -> double {
-    using S = std::decay_t<decltype(s)>;
-    if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return 0.0;
-    else return kb::bits_per_value(scheme_for_row(s, head_dim, r.name, "kvq.bits_per_value"));
-  });
+  const auto s = kvq::kv::registry::global().lookup(name);
+  if (!s) throw nb::value_error(("unknown scheme '" + name + "' (known: " + kvq::kv::scheme_list() + ")").c_str());
+  return s->bits_per_value(head_dim);
 }
 
 // The tensor value a KV cache freezes for this scheme when its first chunk is x (the
@@ -715,8 +714,10 @@ NB_MODULE(_kvq, m) {
         "A block scheme's properties: recipe, source, storage_bits, block_size (None: the row), scale dtype, "
         "tensor value meaning, exactness, element format.");
   m.def("bits_per_value", &bits_per_value_py, nb::arg("name"), nb::arg("head_dim") = 128,
-        "Average stored bits per element of a row of head_dim values (block scales and zero points included, "
-        "the single tensor value excluded). Raises ValueError if the block size does not divide head_dim.");
+        "Stored bits per cached value of the scheme at head dimension head_dim, by the registry's one rule "
+        "(block scales and zero points included, the single tensor value and KIVI's full-precision window "
+        "excluded; high-precision formats: their width). The number `kvq memory` prints. Raises ValueError if "
+        "the block or group size does not divide head_dim.");
   m.def("quantize", &quantize_py,
         nb::sig("def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> "
                 "tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[typing.Any] | None, "

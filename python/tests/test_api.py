@@ -132,6 +132,19 @@ def test_schemes_and_describe():
     assert kvq.describe("fp8_per_token_head")["block_size"] is None
     assert kvq.bits_per_value("nvfp4_te") == 4.5 and kvq.bits_per_value("mxfp4_rceil") == 4.25
     assert kvq.bits_per_value("fp8_per_token_head", 128) == 8 + 32 / 128
+
+
+def test_bits_per_value_one_rule():
+    # By hand from the storage layouts: KIVI keeps one scale and one zero point per group
+    # of 32 in its compute dtype (fp32 for kivi_int*, fp16 for kivi_int*_fp16); the
+    # high-precision formats take their width; FP8 with one tensor scale takes 8.
+    assert kvq.bits_per_value("kivi_int4", 128) == 4 + 2 * 32 / 32
+    assert kvq.bits_per_value("kivi_int4_fp16", 128) == 4 + 2 * 16 / 32
+    assert kvq.bits_per_value("kivi_int2_fp16", 64) == 2 + 2 * 16 / 32
+    assert kvq.bits_per_value("bf16") == 16 and kvq.bits_per_value("fp32") == 32
+    assert kvq.bits_per_value("fp8_e4m3") == 8
+    with pytest.raises(ValueError, match="unknown scheme"):
+        kvq.bits_per_value("nvfp5")
     assert kvq.describe("kivi_int2")["zero_point"] is True
 
 

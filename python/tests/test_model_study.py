@@ -133,6 +133,20 @@ def test_command_line_bad_arguments(args, message):
     assert len(lines) == 1 and message in lines[0], r.stderr
 
 
+def test_kvq_command_hands_over_to_python():
+    # `kvq study model ARGS` runs `$KVQ_PYTHON -m kvq.model_study ARGS`: the same exit
+    # code and one-line error as the module itself. Needs the kvq command (KVQ_BIN).
+    kvq_bin = os.environ.get("KVQ_BIN")
+    if not kvq_bin:
+        pytest.skip("KVQ_BIN (the kvq command) is not set")
+    env = dict(os.environ, KVQ_PYTHON=sys.executable)
+    r = subprocess.run([kvq_bin, "study", "model", "--seed", "-3"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode == 2 and "seed -3 is negative" in r.stderr, r.stderr
+    r = subprocess.run([kvq_bin, "study", "model", "--help"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0 and "--contexts" in r.stdout, r.stdout
+
+
 # ---------------------------------------------------------------------- the real model
 def _have_model():
     for m in ("torch", "transformers", "gguf", "accelerate"):

@@ -17,7 +17,11 @@
 #include <cstring>
 #include <iostream>
 #include <ctime>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <unistd.h>
 #include <string>
 #include <vector>
 
@@ -61,6 +65,8 @@ std::string study_list_help() {
     std::snprintf(line, sizeof line, "  %-10s %s\n", d.name.c_str(), d.summary.c_str());
     s += line;
   }
+  s += "  model      a real decoder (SmolLM2-135M) with every layer's KV in a scheme: perplexity, KL, attention\n"
+       "             ranks, sinks, false citations; runs in Python (python -m kvq.model_study, needs torch)\n";
   s +=
       "\n"
       "options (every study):\n";
@@ -108,6 +114,24 @@ int cmd_study_merge(const std::vector<std::string>& args, const std::string& com
   return 0;
 }
 
+// `kvq study model` is the Python study kvq.model_study (it needs torch and transformers):
+// the command hands its arguments to `$KVQ_PYTHON -m kvq.model_study` (default python3),
+// which takes the same --quick/--out/--seed options and exits 2 on bad ones.
+int exec_model_study(const std::vector<std::string>& rest) {
+  const char* env = std::getenv("KVQ_PYTHON");
+  const std::string python = env && *env ? env : "python3";
+  std::vector<std::string> argv_s = {python, "-m", "kvq.model_study"};
+  argv_s.insert(argv_s.end(), rest.begin(), rest.end());
+  std::vector<char*> argv_c;
+  for (auto& a : argv_s) argv_c.push_back(a.data());
+  argv_c.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execvp(argv_c[0], argv_c.data());
+  throw usage_error("study model: runs in Python (python -m kvq.model_study); cannot start '" + python +
+                    "': " + std::strerror(errno) + " (set KVQ_PYTHON to a python with kvq, torch and transformers)");
+}
+
 int cmd_study(const std::vector<std::string>& args, const std::string& command_line) {
   using namespace kvq::study;
   if (args.empty()) {
@@ -119,6 +143,7 @@ int cmd_study(const std::vector<std::string>& args, const std::string& command_l
     std::fputs(study_list_help().c_str(), stdout);
     return 0;
   }
+  if (args[0] == "model") return exec_model_study(std::vector<std::string>(args.begin() + 1, args.end()));
   if (args[0] == "merge") return cmd_study_merge(std::vector<std::string>(args.begin() + 1, args.end()), command_line);
   const study_def* def = find_study(args[0]);
   if (!def) {
