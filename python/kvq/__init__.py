@@ -36,6 +36,7 @@ from ._kvq import (
     quantize,
     schemes,
     verify,
+    write_file_atomic,
 )
 from .capture import capture, load_capture
 from .study import run_study, studies
@@ -65,4 +66,5 @@ __all__ = [
     "schemes",
     "studies",
     "verify",
+    "write_file_atomic",
 ]

@@ -357,3 +357,8 @@ def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike
     """
     Compare a kernel's codes (and block scales) with kvq's, bit for bit, through the library's one verification entry point (what `kvq verify` runs). scheme: a block scheme (kvq.schemes()) or an element format (kvq.formats(); then rounding (default nearest_even) and overflow (default satfinite) apply and scales is None; block schemes refuse them). x: float32, float16 or bfloat16. Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does).
     """
+
+def write_file_atomic(path: str, data: bytes) -> None:
+    """
+    Write data to path as one unit with the library's one atomic writer (kvq/core/atomic_file.hpp): an exclusively created temporary file beside path, synced and renamed over it; a character device or FIFO is written directly. Raises ValueError for a target it refuses (a symbolic link, a directory) and RuntimeError naming the path when the write fails.
+    """

@@ -28,10 +28,13 @@ Only ``torch`` is needed at call time (``transformers`` only to build the model)
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from . import _kvq
 
 __all__ = ["capture", "load_capture", "attention_modules"]
 
@@ -212,20 +215,17 @@ def capture(model, tokenizer, texts: Union[str, Sequence[str]], path, layers: Op
 
 
 def _write(path: str, tensors: Dict[str, np.ndarray], metadata: Dict[str, str]) -> None:
-    # Written beside the target and renamed over it, so a reader never sees half a file.
-    tmp = path + ".part" + os.path.splitext(path)[1]
-    try:
-        if path.endswith(".safetensors"):
-            from safetensors.numpy import save_file
+    # Serialized in memory, then written by the library's one atomic writer
+    # (kvq.write_file_atomic): a reader never sees half a file, a planted link is refused.
+    if path.endswith(".safetensors"):
+        from safetensors.numpy import save
 
-            save_file(tensors, tmp, metadata=metadata)
-        else:
-            with open(tmp, "wb") as f:
-                np.savez(f, **tensors)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        data = save(tensors, metadata=metadata)
+    else:
+        buf = io.BytesIO()
+        np.savez(buf, **tensors)
+        data = buf.getvalue()
+    _kvq.write_file_atomic(path, data)
 
 
 def load_capture(path) -> Tuple[Dict[str, np.ndarray], Dict[str, str]]:

@@ -62,11 +62,12 @@ import os
 import platform
 import re
 import sys
-import tempfile
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
+
+from . import _kvq
 
 __all__ = ["run", "main", "wilson", "newcombe_paired", "kendall_tau_b", "parse_contexts", "CORPUS_FILES"]
 
@@ -559,16 +560,9 @@ def _column(values):
 
 
 def _atomic_write(path: str, data: str) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=os.path.basename(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # The library's one atomic writer (kvq/core/atomic_file.hpp, bound as
+    # kvq.write_file_atomic): never half a file, never through a planted link.
+    _kvq.write_file_atomic(path, data.encode("utf-8"))
 
 
 def _cell(v):

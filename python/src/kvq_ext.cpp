@@ -29,6 +29,7 @@
 #include <vector>
 
 #include <kvq/block.hpp>
+#include <kvq/core/atomic_file.hpp>
 #include <kvq/format.hpp>
 #include <kvq/format/info.hpp>
 #include <kvq/kv/registry.hpp>
@@ -703,6 +704,16 @@ NB_MODULE(_kvq, m) {
         "Names of the block quantization schemes (the ones quantize, dequantize and verify accept). all=True: "
         "every name of the scheme registry, in its order: the high-precision formats (bf16, fp16, fp32), the block "
         "schemes and the KIVI zero-point schemes (which quantize and dequantize accept, verify does not).");
+  m.def(
+      "write_file_atomic",
+      [](const std::string& path, nb::bytes data) {
+        kvq::write_file_atomic(path, std::string_view(data.c_str(), data.size()));
+      },
+      nb::arg("path"), nb::arg("data"),
+      "Write data to path as one unit with the library's one atomic writer (kvq/core/atomic_file.hpp): an "
+      "exclusively created temporary file beside path, synced and renamed over it; a character device or FIFO "
+      "is written directly. Raises ValueError for a target it refuses (a symbolic link, a directory) and "
+      "RuntimeError naming the path when the write fails.");
   m.def("calibrate", &calibrate_py,
         nb::sig("def calibrate(x: numpy.typing.ArrayLike, scheme: str, role: str = 'key') -> float | None"),
         nb::arg("x"), nb::arg("scheme"), nb::arg("role") = "key",
