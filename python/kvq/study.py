@@ -32,7 +32,11 @@ def _engine():
 
 _MODEL_PARAMS = {"contexts": "token counts (1k = 1024), 64 .. 8k", "schemes": "kvq scheme names",
                  "queries": "attention rows recorded per layer", "citations": "citation trials per context, at most",
-                 "out": "directory for the CSV and JSON files"}
+                 "out": "directory for the CSV and JSON files",
+                 "compounding": "True: instead, FA3 FP8 arithmetic in every layer of the decode step "
+                                "(model_compounding)",
+                 "paths": "with compounding: FA3 paths (ideal_fp32, sm90, sm90_promote_N)",
+                 "steps": "with compounding: decode steps per context"}
 
 
 def studies() -> List[Dict[str, Any]]:
@@ -48,9 +52,12 @@ def studies() -> List[Dict[str, Any]]:
 
     out.append({"name": "model", "summary": "SmolLM2-135M (Q4_1 weights) on legal text with kvq KV schemes",
                 "description": (ms.__doc__ or "").strip(),
-                "params": [{"name": k, "kind": "list" if k in ("contexts", "schemes") else "text" if k == "out"
-                            else "int", "default": text(ms.DEFAULTS.get(k, "")),
-                            "quick_default": text(ms.QUICK.get(k, "")), "help": h, "allowed": ""}
+                "params": [{"name": k, "kind": "list" if k in ("contexts", "schemes", "paths") else "text" if k == "out"
+                            else "bool" if k == "compounding" else "int",
+                            "default": text(ms.FA3_DEFAULTS.get(k, "") if k in ("paths", "steps")
+                                            else ms.DEFAULTS.get(k, "")),
+                            "quick_default": text(ms.FA3_QUICK.get(k, "") if k in ("paths", "steps")
+                                                  else ms.QUICK.get(k, "")), "help": h, "allowed": ""}
                            for k, h in _MODEL_PARAMS.items()]})
     return out
 
@@ -67,8 +74,19 @@ def _run_model_study(quick, seed, threads, grid) -> Dict[str, Any]:
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, numbers.Integral)
                                 or not 1 <= int(threads) <= 4096):
         raise ValueError(f"run_study: threads {threads!r} is not a valid thread count (allowed: 1 to 4096)")
-    r = ms.run(contexts=grid.get("contexts"), schemes=grid.get("schemes"), quick=bool(quick), seed=int(seed),
-               out=grid.get("out"), queries=grid.get("queries"), citations=grid.get("citations"), threads=threads)
+    if grid.get("compounding"):
+        extra = sorted(set(grid) & {"schemes", "queries", "citations"})
+        if extra:
+            raise ValueError(f"run_study: the model study's compounding part has no option {extra[0]!r}")
+        r = ms.run_compounding(contexts=grid.get("contexts"), paths=grid.get("paths"), steps=grid.get("steps"),
+                               quick=bool(quick), out=grid.get("out"), threads=threads)
+    else:
+        extra = sorted(set(grid) & {"paths", "steps"})
+        if extra:
+            raise ValueError(f"run_study: option {extra[0]!r} of the model study needs compounding=True")
+        r = ms.run(contexts=grid.get("contexts"), schemes=grid.get("schemes"), quick=bool(quick), seed=int(seed),
+                   out=grid.get("out"), queries=grid.get("queries"), citations=grid.get("citations"),
+                   threads=threads)
     return {"tables": r["tables"], "titles": r["titles"], "help": r["help"], "findings": r["findings"],
             "setup": r["setup"], "grid": r["grid"], "threads": r["setup"]["torch_threads"]}
 

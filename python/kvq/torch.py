@@ -39,6 +39,12 @@ matching ``AttentionMaskInterface`` entry): it is torch's SDPA on the K and V it
 (``"kvq_eager"``: transformers' eager attention), and it can record the attention
 probabilities of the last queries of a prefill for the studies (``record_attention``).
 The quantization happens in the cache: a model run without a ``KVQCache`` is unquantized.
+
+``fa3_decode(path)`` (a context manager) switches the decode steps of the ``kvq``
+attention to FlashAttention-3's FP8 arithmetic as Hopper computes it
+(``kvq.fa3_fp8_attention``: e4m3 Q/K/V/P, the sm_90 tensor-core accumulator, never
+promoted or promoted every N steps) and records each layer's output error against
+torch's attention on the same K and V.
 """
 
 from __future__ import annotations
@@ -56,7 +62,8 @@ from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_
 
 from . import _kvq
 
-__all__ = ["ATTENTION", "ATTENTION_EAGER", "KVQCache", "KVQLayer", "record_attention", "scheme_kind"]
+__all__ = ["ATTENTION", "ATTENTION_EAGER", "FA3Decode", "KVQCache", "KVQLayer", "fa3_decode", "record_attention",
+           "scheme_kind"]
 
 ATTENTION = "kvq"
 ATTENTION_EAGER = "kvq_eager"
@@ -328,14 +335,91 @@ def _record(module, query, key, scaling):
     rec.rows[int(module.layer_idx)] = torch.softmax(s, dim=-1)
 
 
+# ------------------------------------------------------------ FA3 FP8 decode steps
+class FA3Decode:
+    """What ``fa3_decode`` did: ``errors[layer]`` lists, per decode step, the relative L1
+    error sum|o - o_torch| / sum|o_torch| of the layer's attention output (all heads)
+    against torch's SDPA on the same K and V; ``errors_vs_ideal[layer]`` the same against
+    the ``ideal_fp32`` path on the same inputs (tensor-core paths only: the error of the
+    accumulation alone); ``steps`` counts the decode-step calls that took the FA3 path."""
+
+    def __init__(self, path: str, layers, threads: int):
+        self.path = path
+        self.layers = None if layers is None else frozenset(int(i) for i in layers)
+        self.threads = int(threads)
+        self.errors: Dict[int, List[float]] = {}
+        self.errors_vs_ideal: Dict[int, List[float]] = {}
+        self.steps = 0
+
+
+_FA3: Optional[FA3Decode] = None
+
+
+@contextlib.contextmanager
+def fa3_decode(path: str = "sm90", layers: Optional[Sequence[int]] = None, threads: int = 1):
+    """While active, the ``kvq`` attention function computes every decode step (one query
+    position, batch 1, no padding) of the chosen layers (None: all) with FlashAttention-3's
+    FP8 forward as ``kvq.fa3_fp8_attention`` models it: Q cast to e4m3 with descale 1, K and
+    V read from the cache and cast to e4m3 with descale 1 (exact when the cache scheme is
+    ``fp8_e4m3``, whose tensor value is 1: the codes the cache holds), P scaled by 2^8 and
+    cast to e4m3, and q.k / P.V accumulated on ``path`` ('ideal_fp32', 'sm90' = Hopper's
+    tensor core never promoted, 'sm90_promote_N'). Prefill calls (more than one query)
+    keep torch's arithmetic. Yields an ``FA3Decode`` with the per-layer errors."""
+    global _FA3
+    if not isinstance(path, str):
+        raise ValueError(f"kvq.torch.fa3_decode: path must be a str, got {type(path).__name__}")
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"kvq.torch.fa3_decode: threads must be an integer >= 1, got {threads!r}")
+    # an unknown path is refused here, not at the first decode step
+    z = np.zeros((2, 64), np.float32)
+    _kvq.fa3_fp8_attention(z, z, z, path)
+    prev, _FA3 = _FA3, FA3Decode(path, layers, threads)
+    try:
+        yield _FA3
+    finally:
+        _FA3 = prev
+
+
+def _rel_l1(a: np.ndarray, b: np.ndarray) -> float:
+    den = float(np.abs(b.astype(np.float64)).sum())
+    return float(np.abs(a.astype(np.float64) - b.astype(np.float64)).sum()) / den if den > 0 else 0.0
+
+
+def _fa3_step(fa3: FA3Decode, module, query, key, value, attention_mask, torch_out, scaling):
+    """The FA3 output of one decode step, (batch, 1, heads, head_dim) like SDPA's."""
+    if query.shape[0] != 1:
+        raise ValueError(f"kvq.torch.fa3_decode: decode steps must have batch 1, got {query.shape[0]}")
+    if attention_mask is not None and attention_mask.dtype == torch.bool and not bool(attention_mask.all()):
+        raise ValueError("kvq.torch.fa3_decode: padded batches are not supported (the mask hides keys)")
+    if attention_mask is not None and attention_mask.dtype != torch.bool and bool((attention_mask != 0).any()):
+        raise ValueError("kvq.torch.fa3_decode: padded batches are not supported (the mask hides keys)")
+    q = query[0].detach().float().contiguous().numpy()          # (heads, 1, d)
+    k = key[0].detach().float().contiguous().numpy()            # (kv_heads, n, d)
+    v = value[0].detach().float().contiguous().numpy()
+    o = _kvq.fa3_fp8_attention(q, k, v, fa3.path, softmax_scale=float(scaling), threads=fa3.threads)
+    layer = int(module.layer_idx)
+    ref = torch_out[0].detach().float().transpose(0, 1).numpy()  # (heads, 1, d)
+    fa3.errors.setdefault(layer, []).append(_rel_l1(o, ref))
+    if fa3.path != "ideal_fp32":
+        ideal = _kvq.fa3_fp8_attention(q, k, v, "ideal_fp32", softmax_scale=float(scaling), threads=fa3.threads)
+        fa3.errors_vs_ideal.setdefault(layer, []).append(_rel_l1(o, ideal))
+    fa3.steps += 1
+    return torch.from_numpy(o).transpose(0, 1).unsqueeze(0).to(query.dtype)
+
+
 def kvq_sdpa_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     """torch's SDPA (transformers' sdpa_attention_forward) on the K and V given (the
-    decoded cache), recording rows when ``record_attention`` is active."""
+    decoded cache), recording rows when ``record_attention`` is active; inside
+    ``fa3_decode`` the decode steps of the chosen layers take the FA3 FP8 path."""
     if scaling is None:
         scaling = query.shape[-1] ** -0.5
     _record(module, query, key, scaling)
-    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                  **kwargs)
+    out, weights = sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                          scaling=scaling, **kwargs)
+    fa3 = _FA3
+    if fa3 is not None and query.shape[-2] == 1 and (fa3.layers is None or int(module.layer_idx) in fa3.layers):
+        out = _fa3_step(fa3, module, query, key, value, attention_mask, out, scaling)
+    return out, weights
 
 
 def kvq_eager_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):

@@ -670,7 +670,10 @@ std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64)
 
 }  // namespace
 
+void bind_attention(nb::module_& m);  // attention_ext.cpp
+
 NB_MODULE(_kvq, m) {
+  bind_attention(m);
   m.doc() = "Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).";
 
   m.def("formats", &formats_py, nb::sig("def formats() -> list[dict[str, typing.Any]]"),

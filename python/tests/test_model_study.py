@@ -125,6 +125,10 @@ def test_citation_trials_on_a_synthetic_text():
     (["--seed", "-3"], "seed -3 is negative"),
     (["--frobnicate"], "unrecognized arguments"),
     (["--citations", "x"], "invalid int value"),
+    (["--paths", "sm90"], "--paths and --steps need --compounding"),
+    (["--compounding", "--paths", "ideal_fp32,sm70"], "unknown path 'sm70'"),
+    (["--compounding", "--steps", "0"], "steps 0 outside 1 .. 256"),
+    (["--compounding", "--schemes", "fp8_e4m3"], "--compounding takes"),
 ])
 def test_command_line_bad_arguments(args, message):
     r = subprocess.run([sys.executable, "-m", "kvq.model_study"] + args, capture_output=True, text=True, timeout=120)
@@ -215,9 +219,33 @@ def test_run_study_model_options():
         kvq.run_study("model", frobnicate=1)
     with pytest.raises(ValueError, match="seed -1"):
         kvq.run_study("model", seed=-1)
+    with pytest.raises(ValueError, match="'steps' of the model study needs compounding=True"):
+        kvq.run_study("model", steps=3)
+    with pytest.raises(ValueError, match="compounding part has no option 'schemes'"):
+        kvq.run_study("model", compounding=True, schemes=["fp8_e4m3"])
     try:
         listed = {s["name"]: s for s in kvq.studies()}
     except ImportError:  # built without the study engine
         return
-    assert {"contexts", "schemes", "citations"} <= {p["name"] for p in listed["model"]["params"]}
+    assert {"contexts", "schemes", "citations", "compounding", "paths", "steps"} <= {
+        p["name"] for p in listed["model"]["params"]}
     assert "Q4_1" in listed["model"]["description"]
+
+
+@needs_model
+def test_quick_compounding_on_smollm2(tmp_path):
+    loaded = ms.load_model(2)
+    r = ms.run_compounding(quick=True, out=str(tmp_path), loaded=loaded)
+    t = r["tables"]["model_compounding"]
+    assert list(t["path"]) == ["torch_fp8", "ideal_fp32", "sm90"] and set(t["steps"]) == {2}
+    # torch_fp8 is the baseline of its own columns; the FA3 paths read the same cache
+    assert t["kl_vs_torch_fp8"][0] == 0 and t["top1_changed_vs_torch_fp8"][0] == 0
+    assert (t["kl_vs_torch_fp8"][1:] > 0).all() and (t["kl_vs_ref"] > 0).all()
+    # per-layer errors: FP8 Q and P casts (a few per cent) vs the accumulation alone
+    assert ((t["layer_err_mean"][1:] > 1e-3) & (t["layer_err_mean"][1:] < 0.2)).all()
+    assert np.isnan(t["acc_err_mean"][1]) and 0 < t["acc_err_mean"][2] < t["layer_err_mean"][2]
+    assert ((t["changed_lo"] <= t["top1_changed_vs_torch_fp8"] / 2) &
+            (t["top1_changed_vs_torch_fp8"] / 2 <= t["changed_hi"])).all()
+    doc = json.loads((tmp_path / "model_compounding.json").read_text())
+    assert doc["part"] == "compounding" and doc["grid"]["paths"] == ["ideal_fp32", "sm90"]
+    assert (tmp_path / "model_compounding.csv").read_text().startswith("context,path,steps,")

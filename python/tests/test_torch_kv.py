@@ -3,6 +3,8 @@ random-weight Llama built here (no download). Oracles: the model run by transfor
 itself (DynamicCache, torch's SDPA), torch's own bf16 / float8_e4m3fn casts, and
 kvq.quantize / kvq.dequantize as the bit reference for the stored codes."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -291,3 +293,90 @@ def test_bad_input():
     layer = kt.KVQLayer("mxfp4_floor")
     with pytest.raises(ValueError, match="head_dim 48 is not a multiple"):
         layer.update(torch.zeros(1, 1, 2, 48), torch.zeros(1, 1, 2, 48))
+
+
+# ---------------------------------------------------------------- FA3 FP8 decode steps
+class _Capture:
+    """Records the (query, key, value) the kvq attention gets at each decode step."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __enter__(self):
+        self.orig = kt.sdpa_attention_forward
+
+        def spy(module, query, key, value, *a, **kw):
+            if query.shape[-2] == 1:
+                self.calls.append((int(module.layer_idx), query.detach().clone(), key.detach().clone(),
+                                   value.detach().clone()))
+            return self.orig(module, query, key, value, *a, **kw)
+
+        kt.sdpa_attention_forward = spy
+        return self
+
+    def __exit__(self, *exc):
+        kt.sdpa_attention_forward = self.orig
+
+
+def _fa3_run(m, tokens, path=None, layers=None, capture=False):
+    cache = kt.KVQCache("fp8_e4m3", config=m.config)
+    m.config._attn_implementation = kt.ATTENTION
+    with torch.no_grad():
+        pre = m(tokens[:, :-1], cache=cache, use_cache=True).logits
+        cap = _Capture() if capture else contextlib.nullcontext()
+        with cap:
+            if path is None:
+                return pre, m(tokens[:, -1:], cache=cache, use_cache=True).logits, None, cap
+            with kt.fa3_decode(path, layers=layers) as f:
+                return pre, m(tokens[:, -1:], cache=cache, use_cache=True).logits, f, cap
+
+
+@pytest.mark.parametrize("path", ["ideal_fp32", "sm90", "sm90_promote_1"])
+def test_fa3_decode_is_kvq_fa3_fp8_attention_on_the_cached_codes(path):
+    m = tiny_llama(torch.float32)
+    x = ids(300)
+    pre0, step0, _, _ = _fa3_run(m, x)
+    pre, step, f, cap = _fa3_run(m, x, path, capture=True)
+    # the prefill keeps torch's arithmetic, bit for bit; the decode step does not
+    assert same_bits(pre, pre0)
+    assert not torch.equal(step, step0)
+    assert f.steps == 3 and sorted(f.errors) == [0, 1, 2]
+    assert all(0 < e[0] < 0.1 for e in f.errors.values())
+    assert (sorted(f.errors_vs_ideal) == [0, 1, 2]) == (path != "ideal_fp32")
+    # layer by layer: the K/V the attention read are the cache's e4m3 codes (decoded, tensor is kvq.fa3_fp8_attention of that query and those codes
+    # value 1), and the error recorded is that of kvq.fa3_fp8_attention of that query and
+    # those codes against torch's attention on them
+    for layer, q, k, v in cap.calls:
+        kq = kvq.dequantize(*kvq.quantize(k[0].numpy(), "fp8_e4m3")[:2], "fp8_e4m3")
+        assert np.array_equal(kq, k[0].numpy())
+        o = kvq.fa3_fp8_attention(q[0].numpy(), k[0].numpy(), v[0].numpy(), path,
+                                  softmax_scale=m.config.head_dim ** -0.5).astype(np.float64)
+        assert o.shape == (4, 1, 64)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1),
+            scale=m.config.head_dim ** -0.5)[0].double().numpy()
+        err = np.abs(o - ref).sum() / np.abs(ref).sum()
+        assert abs(err - f.errors[layer][0]) <= 1e-4 * err
+    assert [c[0] for c in cap.calls] == [0, 1, 2]
+
+
+def test_fa3_decode_layer_choice_and_bad_input():
+    m = tiny_llama(torch.float32)
+    x = ids(64)
+    _, step0, _, _ = _fa3_run(m, x)
+    _, step, f, _ = _fa3_run(m, x, "sm90", layers=[])
+    assert same_bits(step, step0) and f.steps == 0
+    _, step1, f1, _ = _fa3_run(m, x, "sm90", layers=[1])
+    assert f1.steps == 1 and sorted(f1.errors) == [1] and not torch.equal(step1, step0)
+    with pytest.raises(ValueError, match="unknown path 'sm80'"):
+        with kt.fa3_decode("sm80"):
+            pass
+    with pytest.raises(ValueError, match="threads"):
+        with kt.fa3_decode("sm90", threads=0):
+            pass
+    cache = kt.KVQCache("fp8_e4m3", config=m.config)
+    two = torch.cat([x, x])
+    with torch.no_grad():
+        m(two[:, :-1], cache=cache, use_cache=True)
+        with kt.fa3_decode("sm90"), pytest.raises(ValueError, match="batch 1"):
+            m(two[:, -1:], cache=cache, use_cache=True)
