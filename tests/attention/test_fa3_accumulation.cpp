@@ -419,12 +419,18 @@ TEST_CASE("FA3 paper error experiment: per-block + random-sign Hadamard lowers F
                                     << rmse_t << ", per-block " << rmse_bn << ", per-block + random-sign Hadamard "
                                     << rmse_b << ", ratio per-tensor / incoherent " << rmse_t / rmse_b);
   CHECK(rmse_b < rmse_t);
-  // Band: with this sample size the ratio spread over seeds 1, 2, 3, 7, 99 and 2024 was 1.37-2.36
-  // (the seed is fixed, so the test is deterministic); the paper's 2.6 lies inside; below
-  // 1.2 the rotation or the block scales would have stopped working, above 4 the
-  // per-tensor baseline would be broken.
-  CHECK(rmse_t / rmse_b > 1.2);
-  CHECK(rmse_t / rmse_b < 4.0);
+  // Band: the ratio grows with the context (the per-tensor amax grows with the number of
+  // outliers). At 1024 tokens examples/fa3_error_experiment.cpp gives 1.65 over 64 heads,
+  // 95 % bootstrap interval [1.51, 1.82] (docs/results/accumulation/fa3_paper_experiment.txt);
+  // 8-head samples of this size spread 1.37-2.36 over seeds 1, 2, 3, 7, 99 and 2024. The
+  // paper's 2.6 is reached only at longer contexts (4096 tokens: 2.02 [1.78, 2.27]; 16384:
+  // 3.87 [2.55, 4.86]), so at this size the test expects it to be missed: below 1.3 the
+  // rotation or the block scales would have stopped working, at 2.5 or more this sample
+  // would be far outside what the 64-head run supports.
+  CHECK(rmse_t / rmse_b > 1.3);
+  CHECK(rmse_t / rmse_b < 2.5);
+  CHECK(rmse_b < rmse_bn);
+  CHECK(rmse_bn <= rmse_t);
 }
 
 TEST_CASE("storage path with a quantized query equals the plain path on the pre-quantized query", "[attention][quick]") {
