@@ -37,6 +37,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,8 @@ inline table output_schema() {
   t.columns.push_back({"nonfinite_queries", "queries with a NaN/Inf output or infinite KL (not averaged in)", false});
   t.columns.push_back({"out_rel_l1_vs_ideal",
                        "relative L1 distance of the output from the ideal_fp32 path's (the accumulator's own share)"});
+  t.columns.push_back({"out_rel_l1_vs_ideal_lo", "95 % Student-t interval of that mean over the queries, lower", false});
+  t.columns.push_back({"out_rel_l1_vs_ideal_hi", "95 % Student-t interval of that mean over the queries, upper", false});
   t.columns.push_back({"span_lost_top5", "share of queries whose span is in the reference top-5 but not in the emulated"});
   t.columns.push_back({"span_mass_retained", "emulated / reference attention mass on the query's span"});
   t.columns.push_back({"sink_mass_emu", "emulated attention mass on the sinks", false});
@@ -278,6 +281,9 @@ study_def definition() {
         for (double v : mm.mean) row.emplace_back(v);
         row.emplace_back(static_cast<long long>(mm.nonfinite));
         row.emplace_back(mean(vsi));
+        const mean_interval vci = mean_ci(vsi);
+        row.emplace_back(vci.low);
+        row.emplace_back(vci.high);
         row.emplace_back(mean(lost));
         row.emplace_back(mean(kept));
         row.emplace_back(mean(sinkm));
@@ -315,6 +321,38 @@ study_def definition() {
       first = false;
     }
     r.findings.push_back(line);
+    // Ordering of the tensor-core paths by promotion interval (1, 4, ..., never), per
+    // context: the paired difference of out_rel_l1_vs_ideal between neighbours (the same
+    // queries on both paths) with its 95 % t-interval; an interval that excludes 0
+    // resolves the order, one that does not leaves it open.
+    std::vector<std::size_t> tc;
+    for (std::size_t pi = 0; pi < NP; ++pi) {
+      path_spec ps;
+      parse_path(paths[pi], ps);
+      if (ps.tensor_core) tc.push_back(pi);
+    }
+    auto interval_of = [&](std::size_t pi) {
+      path_spec ps;
+      parse_path(paths[pi], ps);
+      return ps.promote == 0 ? std::numeric_limits<std::size_t>::max() : ps.promote;
+    };
+    std::stable_sort(tc.begin(), tc.end(), [&](std::size_t a, std::size_t b) { return interval_of(a) < interval_of(b); });
+    if (tc.size() >= 2 && nq >= 2)
+      for (std::size_t ci = 0; ci < NC; ++ci) {
+        std::string ord = "at n=" + std::to_string(ctxs[ci]) + ", paired distance from ideal fp32 (later - earlier): ";
+        for (std::size_t k = 1; k < tc.size(); ++k) {
+          std::vector<double> diff(nq);
+          for (std::size_t q = 0; q < nq; ++q)
+            diff[q] = res[(ci * NP + tc[k]) * nq + q].vs_ideal - res[(ci * NP + tc[k - 1]) * nq + q].vs_ideal;
+          const mean_interval m = mean_ci(diff);
+          char buf[200];
+          std::snprintf(buf, sizeof buf, "%s%s vs %s %+.3g [%+.3g, %+.3g] %s", k == 1 ? "" : "; ",
+                        paths[tc[k]].c_str(), paths[tc[k - 1]].c_str(), m.mean, m.low, m.high,
+                        m.low > 0 ? "(larger: resolved)" : m.high < 0 ? "(smaller: resolved)" : "(not resolved)");
+          ord += buf;
+        }
+        r.findings.push_back(ord);
+      }
     return r;
   };
   return d;

@@ -1,6 +1,6 @@
 /// \file
 /// kvq/study/stats.hpp — small statistics the studies report: Wilson score intervals for
-/// rates, and Pareto frontiers.
+/// rates, Student-t intervals for means (and paired differences), and Pareto frontiers.
 #pragma once
 
 #include <cmath>
@@ -33,6 +33,76 @@ inline interval wilson(std::size_t k, std::size_t n, double z = 1.95996398454005
   if (k == 0) lo = 0.0;
   if (k == n) hi = 1.0;
   return {p, lo < 0 ? 0.0 : lo, hi > 1 ? 1.0 : hi};
+}
+
+/// P(|T| < t) for Student's t with nu >= 1 degrees of freedom: the finite sums of
+/// Abramowitz & Stegun 26.7.3 (nu odd) and 26.7.4 (nu even) in theta = atan(t / sqrt(nu)).
+inline double student_t_central(double t, std::size_t nu) {
+  const double pi = 3.14159265358979323846;
+  const double th = std::atan(t / std::sqrt(static_cast<double>(nu))), c = std::cos(th), c2 = c * c,
+               sn = std::sin(th);
+  if (nu % 2 == 0) {
+    double term = 1.0, sum = 1.0;
+    for (std::size_t k = 2; k + 2 <= nu; k += 2) {  // 1·3···(k-1) / (2·4···k) cos^k
+      term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
+      sum += term;
+    }
+    return sn * sum;
+  }
+  if (nu == 1) return 2.0 * th / pi;
+  double term = 1.0, sum = 1.0;
+  for (std::size_t k = 3; k + 2 <= nu; k += 2) {  // 2·4···(k-1) / (1·3···k) cos^(k-1)
+    term *= c2 * static_cast<double>(k - 1) / static_cast<double>(k);
+    sum += term;
+  }
+  return 2.0 / pi * (th + sn * c * sum);
+}
+
+/// The 97.5 % quantile of Student's t distribution with nu >= 1 degrees of freedom (the
+/// factor of a two-sided 95 % interval): Newton's method on student_t_central from the
+/// Cornish-Fisher start (A&S 26.7.5), to double precision. nu = 0: NaN.
+inline double student_t975(std::size_t nu) {
+  if (nu == 0) return std::nan("");
+  const double z = 1.959963984540054, z2 = z * z, n = static_cast<double>(nu);
+  double t = z + (z2 * z + z) / (4.0 * n) + (5.0 * z2 * z2 * z + 16.0 * z2 * z + 3.0 * z) / (96.0 * n * n);
+  if (nu == 1) t = 12.7;
+  // d/dt P(|T| < t) = 2 pdf(t); pdf from lgamma
+  const double lc = std::lgamma((n + 1.0) / 2.0) - std::lgamma(n / 2.0) - 0.5 * std::log(n * 3.14159265358979323846);
+  for (int it = 0; it < 50; ++it) {
+    const double f = student_t_central(t, nu) - 0.95;
+    const double pdf = std::exp(lc - (n + 1.0) / 2.0 * std::log1p(t * t / n));
+    const double step = f / (2.0 * pdf);
+    t -= step;
+    if (std::fabs(step) <= 1e-15 * t) break;
+  }
+  return t;
+}
+
+/// A mean with its two-sided 95 % Student-t interval.
+struct mean_interval {
+  double mean;    ///< mean of the finite values (NaN when there are none)
+  double low;     ///< mean - t_{0.975, n-1} * s / sqrt(n) (NaN when fewer than 2 values)
+  double high;    ///< mean + t_{0.975, n-1} * s / sqrt(n)
+  std::size_t n;  ///< finite values used
+};
+
+/// The mean of the finite values of v and its 95 % t-interval (s: the sample standard
+/// deviation, n - 1 in the denominator). Summed in index order: the same bits on every
+/// run. For paired data pass the per-pair differences.
+inline mean_interval mean_ci(const std::vector<double>& v) {
+  double s = 0;
+  std::size_t n = 0;
+  for (double x : v)
+    if (std::isfinite(x)) s += x, ++n;
+  if (n == 0) return {std::nan(""), std::nan(""), std::nan(""), 0};
+  const double m = s / static_cast<double>(n);
+  if (n == 1) return {m, std::nan(""), std::nan(""), 1};
+  double ss = 0;
+  for (double x : v)
+    if (std::isfinite(x)) ss += (x - m) * (x - m);
+  const double half = student_t975(n - 1) * std::sqrt(ss / static_cast<double>(n - 1)) /
+                      std::sqrt(static_cast<double>(n));
+  return {m, m - half, m + half, n};
 }
 
 /// Indices of the points on the lower-left Pareto frontier of (cost, loss): no other
