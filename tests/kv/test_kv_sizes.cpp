@@ -45,3 +45,14 @@ TEST_CASE("row stores refuse an append whose element count overflows", "[kv][sto
   CHECK(blk.memory_bytes() == 0);
   CHECK_THROWS_WITH(plain.append(nullptr, 1), Catch::Contains("rows is null"));
 }
+
+TEST_CASE("a scheme round trip refuses tokens x head_dim that overflows", "[kv][registry][overflow]") {
+  // (2^62 + 1000) x 4 wraps to 4000: the tensor amax of a calibrated scheme would read
+  // 4000 values while the store was asked for 2^62 + 1000 rows.
+  std::vector<float> in(4000, 1.0f), out(4000, 0.0f);
+  const std::size_t tokens = (std::size_t{1} << 62) + 1000;
+  for (const char* name : {"fp8_e4m3_cal", "fp8_e4m3", "nvfp4_te"})
+    CHECK_THROWS_WITH(find_scheme(name).round_trip(kv_role::key, in.data(), out.data(), tokens, 4),
+                      Catch::Contains("tokens x head_dim") && Catch::Contains("overflows"));
+  CHECK(out == std::vector<float>(4000, 0.0f));
+}
