@@ -154,6 +154,10 @@ inline std::size_t policy_bytes(const model_shape& m, const precision_policy& p,
   return detail::add(kv_bytes(m, p.high, p.high, high, 0, p.kivi), kv_bytes(m, p.low_k, p.low_v, low, 0, p.kivi));
 }
 
+/// The longest context max_context() searches (2^40 tokens): a budget that holds more
+/// reports this length, not a longer one.
+inline constexpr std::size_t max_context_search_limit = std::size_t(1) << 40;
+
 namespace detail {
 /// Largest n in [0, 2^40] with bytes(n) * batch <= budget (bytes is non-decreasing).
 template <class Bytes>
@@ -169,7 +173,7 @@ std::size_t longest_fitting(Bytes bytes, std::size_t budget_bytes, std::size_t b
     }
   };
   std::size_t lo = 0, hi = 1;
-  while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
+  while (fits(hi) && hi < max_context_search_limit) lo = hi, hi *= 2;
   if (fits(hi)) return hi;
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
