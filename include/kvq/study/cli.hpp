@@ -61,8 +61,9 @@ inline const char* common_options_help() {
          "  --quiet        no progress on stderr (by default: redrawn on a terminal, a plain\n"
          "                 line per tenth of the work or 30 s when stderr is a pipe or a file)\n"
          "  --out DIR      also write DIR/<study>.csv (+ extra tables) and DIR/<study>.json\n"
-         "                 (configuration, grid, seed, library version, timing); the files of a\n"
-         "                 run appear together and only complete\n"
+         "                 (configuration, grid, seed, library version, timing) and\n"
+         "                 DIR/<study>.manifest.json (size and SHA-256 of each file), written\n"
+         "                 last: the files of a run appear together and only complete\n"
          "  --threads N    worker threads (default: all hardware threads); results are\n"
          "                 bit-identical for any N\n"
          "  --seed S       seed of the synthetic data (default 1)\n"
@@ -421,10 +422,9 @@ inline void print_and_write(const study_def& def, const config& cfg, const resul
   std::printf("\ntime: %.2f s\n", info.wall_seconds);
 
   if (!out_dir.empty()) {
-    const file_set files = run_files(def, cfg, r, info, out_dir);
-    write_files_atomic(files);
+    const std::vector<std::string> written = write_output_set(out_dir, def.name, run_files(def, cfg, r, info, out_dir));
     std::printf("wrote:");
-    for (const auto& f : files) std::printf(" %s", f.first.c_str());
+    for (const auto& f : written) std::printf(" %s", f.c_str());
     std::printf("\n");
   }
 }
