@@ -56,3 +56,14 @@ TEST_CASE("a scheme round trip refuses tokens x head_dim that overflows", "[kv][
                       Catch::Contains("tokens x head_dim") && Catch::Contains("overflows"));
   CHECK(out == std::vector<float>(4000, 0.0f));
 }
+
+TEST_CASE("compacted cache bytes: biases that overflow are errors", "[kv][planner][overflow]") {
+  // 2^22 tokens compacted 2x keep 2^21: bf16 K+V are 2^20 layers x 2^20 heads x 2 x 2 B x
+  // 2^21 = 2^63 bytes, the fp32 biases as many again: 2^64 wrapped to 0 before.
+  const model_shape wide{"wide", std::size_t{1} << 20, std::size_t{1} << 20, 1, false, "test"};
+  const std::size_t tokens = std::size_t{1} << 22;
+  CHECK(compacted_kv_bytes(wide, hp_format::bf16, hp_format::bf16, tokens, 2.0, bias_dtype::none) ==
+        (std::size_t{1} << 63));
+  CHECK_THROWS_WITH(compacted_kv_bytes(wide, hp_format::bf16, hp_format::bf16, tokens, 2.0, bias_dtype::fp32),
+                    Catch::Contains("overflows std::size_t"));
+}

@@ -225,7 +225,8 @@ inline std::size_t compacted_kv_bytes(const model_shape& m, const named_format& 
   if (m.mla)
     throw std::invalid_argument("kvq::kv::compacted_kv_bytes: compaction biases are per KV head; an MLA cache has none");
   const std::size_t kept = compacted_tokens(tokens, ratio);
-  return kv_bytes(m, k, v, kept, page_tokens, kivi) + kept * m.layers * m.kv_heads * bias_bytes(bias);
+  const std::size_t biases = detail::mul(detail::mul(detail::mul(kept, m.layers), m.kv_heads), bias_bytes(bias));
+  return detail::add(kv_bytes(m, k, v, kept, page_tokens, kivi), biases);
 }
 
 /// Largest number of sequences of `tokens` tokens whose KV caches fit in budget_bytes.
