@@ -1,5 +1,6 @@
 # A study's files in --out are one set (include/kvq/study/output.hpp):
-#  - two runs with different seeds started together into one --out, many times, always
+#  - two runs with different seeds started together into one --out, many times (one of
+#    them slowed down between its renames), always
 #    leave the CSV and JSON of one run (the CSV is the one its JSON's seed gives) and a
 #    manifest that matches them;
 #  - a run killed between its renames (KVQ_TEST_PAUSE_BETWEEN_RENAMES holds it there)
@@ -63,8 +64,18 @@ endif()
 
 file(WRITE "${WORK}/out/notes.txt" "mine")
 string(REPLACE ";" " " cmd "${run}")
+# One of the two runs (seed 1 in odd rounds, seed 2 in even ones) pauses between its
+# renames, so that without the lock on --out the other would publish in the middle.
 foreach(round RANGE 1 ${ROUNDS})
-  execute_process(COMMAND ${SH} -c "${cmd} --seed 1 --out '${WORK}/out' >/dev/null & p1=$!; ${cmd} --seed 2 --out '${WORK}/out' >/dev/null & p2=$!; wait $p1; a=$?; wait $p2; b=$?; exit $((a + b))"
+  math(EXPR odd "${round} % 2")
+  if(odd)
+    set(p1 300)
+    set(p2 0)
+  else()
+    set(p1 0)
+    set(p2 300)
+  endif()
+  execute_process(COMMAND ${SH} -c "KVQ_TEST_PAUSE_BETWEEN_RENAMES=${p1} ${cmd} --seed 1 --out '${WORK}/out' >/dev/null & p1=$!; KVQ_TEST_PAUSE_BETWEEN_RENAMES=${p2} ${cmd} --seed 2 --out '${WORK}/out' >/dev/null & p2=$!; wait $p1; a=$?; wait $p2; b=$?; exit $((a + b))"
                   RESULT_VARIABLE rc ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "round ${round}: concurrent runs failed (${rc})\n${err}")
