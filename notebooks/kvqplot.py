@@ -21,6 +21,7 @@ neither each other nor the points, with a leader line when a label had to move a
 Only numpy and matplotlib: the notebooks stage runs on Debian's python3-matplotlib.
 """
 import csv
+import hashlib
 import json
 import math
 import os
@@ -82,9 +83,35 @@ def study(name, *args):
     if not RESULTS:
         cmd = [KVQ, "study", name, "--out", str(d)] + (["--quick"] if QUICK else []) + list(args)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    check_output_set(d, name)
     with open(d / f"{name}.json") as f:
         meta = json.load(f)
     return load_csv(d / f"{name}.csv"), meta
+
+
+def check_output_set(d, name):
+    """Refuse a mixed or incomplete output set: kvq writes NAME.manifest.json last, listing
+    each file of the run with its size and SHA-256 (include/kvq/study/output.hpp); a run
+    killed while publishing, or two runs into one directory, leave files that disagree with
+    it. Raises RuntimeError naming the file."""
+    d = pathlib.Path(d)
+    mpath = d / f"{name}.manifest.json"
+    if not mpath.exists():
+        raise RuntimeError(f"{mpath}: missing; {d} holds no complete output set of {name} (run it again)")
+    with open(mpath) as f:
+        mf = json.load(f)
+    if mf.get("kvq_output_set") != 1 or mf.get("study") != name or not isinstance(mf.get("files"), list):
+        raise RuntimeError(f"{mpath}: not the manifest of an output set of {name}")
+    for e in mf["files"]:
+        fn = str(e.get("name", ""))
+        if not fn or "/" in fn:
+            raise RuntimeError(f"{mpath}: bad file name {fn!r}")
+        p = d / fn
+        if not p.exists():
+            raise RuntimeError(f"{p}: missing (an incomplete output set; run it again)")
+        data = p.read_bytes()
+        if len(data) != e.get("bytes") or hashlib.sha256(data).hexdigest() != e.get("sha256"):
+            raise RuntimeError(f"{p} does not match {mpath.name} (a mixed or incomplete output set; run it again)")
 
 
 def load_csv(path):

@@ -98,9 +98,34 @@ def check_grid_name():
         "default (full) grid with --contexts 4k"
 
 
+def check_output_set():
+    import hashlib
+    import json
+    d = pathlib.Path(tempfile.mkdtemp())
+    files = {"s.csv": b"a,b\n1,2\n", "s.json": b"{}\n"}
+    for n, b in files.items():
+        (d / n).write_bytes(b)
+    try:
+        kp.check_output_set(d, "s")
+        raise AssertionError("a set without its manifest was accepted")
+    except RuntimeError as e:
+        assert "s.manifest.json: missing" in str(e), e
+    mf = {"kvq_output_set": 1, "study": "s",
+          "files": [{"name": n, "bytes": len(b), "sha256": hashlib.sha256(b).hexdigest()} for n, b in files.items()]}
+    (d / "s.manifest.json").write_text(json.dumps(mf))
+    kp.check_output_set(d, "s")  # consistent: accepted
+    (d / "s.csv").write_bytes(b"a,b\n1,3\n")  # another run's CSV beside this JSON
+    try:
+        kp.check_output_set(d, "s")
+        raise AssertionError("a mixed set was accepted")
+    except RuntimeError as e:
+        assert "s.csv does not match s.manifest.json" in str(e), e
+
+
 if __name__ == "__main__":
     failed = 0
-    for check in (check_marks_and_legend, check_not_coincident, check_log_zero, check_labels, check_grid_name):
+    for check in (check_marks_and_legend, check_not_coincident, check_log_zero, check_labels, check_grid_name,
+                  check_output_set):
         try:
             check()
             print("ok  ", check.__name__)

@@ -206,9 +206,7 @@ study_def definition() {
   };
   d.outputs = {output_schema()};
   d.validate = [](const config& c) {
-    if (c.integer("head-dim") % 2 != 0)
-      throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
-                        " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
+    lab::check_scenario_head_dim(c);
     std::vector<std::string> all = c.names("schemes");
     for (const auto& s : c.names("combo-schemes")) all.push_back(s);
     check_head_dim(all, c.integer("head-dim"));

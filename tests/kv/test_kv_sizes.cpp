@@ -45,3 +45,25 @@ TEST_CASE("row stores refuse an append whose element count overflows", "[kv][sto
   CHECK(blk.memory_bytes() == 0);
   CHECK_THROWS_WITH(plain.append(nullptr, 1), Catch::Contains("rows is null"));
 }
+
+TEST_CASE("a scheme round trip refuses tokens x head_dim that overflows", "[kv][registry][overflow]") {
+  // (2^62 + 1000) x 4 wraps to 4000: the tensor amax of a calibrated scheme would read
+  // 4000 values while the store was asked for 2^62 + 1000 rows.
+  std::vector<float> in(4000, 1.0f), out(4000, 0.0f);
+  const std::size_t tokens = (std::size_t{1} << 62) + 1000;
+  for (const char* name : {"fp8_e4m3_cal", "fp8_e4m3", "nvfp4_te"})
+    CHECK_THROWS_WITH(find_scheme(name).round_trip(kv_role::key, in.data(), out.data(), tokens, 4),
+                      Catch::Contains("tokens x head_dim") && Catch::Contains("overflows"));
+  CHECK(out == std::vector<float>(4000, 0.0f));
+}
+
+TEST_CASE("compacted cache bytes: biases that overflow are errors", "[kv][planner][overflow]") {
+  // 2^22 tokens compacted 2x keep 2^21: bf16 K+V are 2^20 layers x 2^20 heads x 2 x 2 B x
+  // 2^21 = 2^63 bytes, the fp32 biases as many again: 2^64 wrapped to 0 before.
+  const model_shape wide{"wide", std::size_t{1} << 20, std::size_t{1} << 20, 1, false, "test"};
+  const std::size_t tokens = std::size_t{1} << 22;
+  CHECK(compacted_kv_bytes(wide, hp_format::bf16, hp_format::bf16, tokens, 2.0, bias_dtype::none) ==
+        (std::size_t{1} << 63));
+  CHECK_THROWS_WITH(compacted_kv_bytes(wide, hp_format::bf16, hp_format::bf16, tokens, 2.0, bias_dtype::fp32),
+                    Catch::Contains("overflows std::size_t"));
+}

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -96,9 +97,23 @@ const char kHelp[] =
     "FP6 codes (mxfp6_*) take one byte each, as kvq's kernel layout stores them; a cache\n"
     "that packs four FP6 codes into three bytes needs 6.25 bits per value instead of 8.25.\n";
 
-std::size_t parse_count(const std::string& opt, const std::string& v, long long min) {
+// Digits with an optional k/m suffix: a count that parse_int refuses only for its size.
+bool looks_like_count(const std::string& v) {
+  std::size_t n = v.size();
+  if (n > 0 && (v[n - 1] == 'k' || v[n - 1] == 'K' || v[n - 1] == 'm' || v[n - 1] == 'M')) --n;
+  if (n == 0) return false;
+  for (std::size_t i = 0; i < n; ++i)
+    if (v[i] < '0' || v[i] > '9') return false;
+  return true;
+}
+
+std::size_t parse_count(const std::string& opt, const std::string& v, long long min,
+                        long long max = std::numeric_limits<long long>::max()) {
   long long x = 0;
-  if (!kvq::study::parse_int(v, x) || x < min)
+  const bool parsed = kvq::study::parse_int(v, x);
+  if ((parsed && x > max) || (!parsed && looks_like_count(v)))
+    throw usage_error("memory: " + opt + " '" + v + "' is too large (max " + std::to_string(max) + ")");
+  if (!parsed || x < min)
     throw usage_error("memory: " + opt + " '" + v + "' is not an integer >= " + std::to_string(min));
   return static_cast<std::size_t>(x);
 }
@@ -167,7 +182,9 @@ int cmd_memory(const std::vector<std::string>& args) {
   if (given("--layers")) layers = parse_count("--layers", o_layers, 1), custom = true;
   if (given("--kv-heads")) kv_heads = parse_count("--kv-heads", o_kv_heads, 1), custom = true;
   if (given("--head-dim")) head_dim = parse_count("--head-dim", o_head_dim, 1), custom = true;
-  if (given("--context")) context = parse_count("--context", o_context, 1);
+  // No context beyond the longest one max_context searches (kv::max_context_search_limit).
+  if (given("--context"))
+    context = parse_count("--context", o_context, 1, static_cast<long long>(kv::max_context_search_limit));
   if (given("--batch")) batch = parse_count("--batch", o_batch, 1);
   if (given("--budget-gib") &&
       (!kvq::study::parse_real(o_budget, budget_gib) || !(budget_gib > 0) || budget_gib > 1e9))
@@ -318,7 +335,7 @@ int cmd_memory(const std::vector<std::string>& args) {
       if (!fits(nmin)) {
         max_ctx = 0;
       } else {
-        while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
+        while (fits(hi) && hi < kv::max_context_search_limit) lo = hi, hi *= 2;
         if (fits(hi)) lo = hi;
         while (hi - lo > 1) {
           const std::size_t mid = lo + (hi - lo) / 2;
@@ -350,6 +367,12 @@ int cmd_memory(const std::vector<std::string>& args) {
                     kivi.residual, kivi.residual, kv::to_string(*kv::kivi_window_dtype(r.k.format)));
   }
   for (const auto& sk : skipped) std::fprintf(stderr, "memory: left out %s\n", sk.c_str());
+  // The search stops at the limit: say so rather than print the limit as if it were the
+  // answer.
+  for (const auto& row : t.rows)
+    if (row[6].k == cell::kind::integer && static_cast<std::size_t>(row[6].i) >= kv::max_context_search_limit)
+      std::fprintf(stderr, "memory: %s: max_context %zu is the search limit (2^40 tokens); longer contexts fit too\n",
+                   row[0].s.c_str(), kv::max_context_search_limit);
   return 0;
 }
 

@@ -142,7 +142,19 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     const v::verify_report res = v::npy_verify(req);
     v::print_details(out, res);
     if (o_dump->count()) {
-      v::write_mismatch_csv(dump, res.explained);  // empty explanation: the header only
+      // A refused target (a link, a directory) is bad input (2, below); a failed write of
+      // an accepted one (a full disk, /dev/full) is a failed run: 1, like a failed stdout.
+      try {
+        v::write_mismatch_csv(dump, res.explained);  // empty explanation: the header only
+      } catch (const std::invalid_argument&) {
+        throw;
+      } catch (const std::exception& e) {
+        std::string msg = e.what();
+        for (char& c : msg)
+          if (c == '\n') c = ' ';
+        err << prog << ": error: " << msg << "\n";
+        return 1;
+      }
       out << "wrote " << res.explained.elements_listed.size() << " mismatching elements to " << dump << "\n";
     }
     out << (res.ok() ? "MATCH" : "MISMATCH") << "\n";

@@ -154,6 +154,10 @@ inline std::size_t policy_bytes(const model_shape& m, const precision_policy& p,
   return detail::add(kv_bytes(m, p.high, p.high, high, 0, p.kivi), kv_bytes(m, p.low_k, p.low_v, low, 0, p.kivi));
 }
 
+/// The longest context max_context() searches (2^40 tokens): a budget that holds more
+/// reports this length, not a longer one.
+inline constexpr std::size_t max_context_search_limit = std::size_t(1) << 40;
+
 namespace detail {
 /// Largest n in [0, 2^40] with bytes(n) * batch <= budget (bytes is non-decreasing).
 template <class Bytes>
@@ -169,7 +173,7 @@ std::size_t longest_fitting(Bytes bytes, std::size_t budget_bytes, std::size_t b
     }
   };
   std::size_t lo = 0, hi = 1;
-  while (fits(hi) && hi < (std::size_t(1) << 40)) lo = hi, hi *= 2;
+  while (fits(hi) && hi < max_context_search_limit) lo = hi, hi *= 2;
   if (fits(hi)) return hi;
   while (hi - lo > 1) {
     const std::size_t mid = lo + (hi - lo) / 2;
@@ -221,7 +225,8 @@ inline std::size_t compacted_kv_bytes(const model_shape& m, const named_format& 
   if (m.mla)
     throw std::invalid_argument("kvq::kv::compacted_kv_bytes: compaction biases are per KV head; an MLA cache has none");
   const std::size_t kept = compacted_tokens(tokens, ratio);
-  return kv_bytes(m, k, v, kept, page_tokens, kivi) + kept * m.layers * m.kv_heads * bias_bytes(bias);
+  const std::size_t biases = detail::mul(detail::mul(detail::mul(kept, m.layers), m.kv_heads), bias_bytes(bias));
+  return detail::add(kv_bytes(m, k, v, kept, page_tokens, kivi), biases);
 }
 
 /// Largest number of sequences of `tokens` tokens whose KV caches fit in budget_bytes.

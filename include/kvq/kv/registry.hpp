@@ -155,9 +155,12 @@ inline void store_round_trip(const kv_format& f, tensor_rule rule, kv_role role,
                              std::size_t tokens, std::size_t head_dim) {
   if (tokens == 0) return;
   if (in == nullptr || out == nullptr) throw std::invalid_argument("kvq::kv::scheme round trip: null buffer");
+  // Checked before the tensor amax reads tokens x head_dim values: a wrapped product
+  // would read (and the store write) a different count than the caller's buffers hold.
+  const std::size_t values = kvq::detail::checked_mul(tokens, head_dim, "kvq::kv::scheme round trip: tokens x head_dim");
   float tv = 1.0f;
   if (has_tensor_value(f) && rule != tensor_rule::unit) {
-    const float amax = block::tensor_amax(in, tokens * head_dim, tensor_amax_rule(f));
+    const float amax = block::tensor_amax(in, values, tensor_amax_rule(f));
     tv = rule_tensor_value(f, rule, amax, role);
   }
   std::unique_ptr<row_store> st = make_row_store(f, role, head_dim, tv);

@@ -96,10 +96,9 @@ inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<s
   return best;
 }
 
-/// Grid checks shared by the studies that place citation spans (citations, policy): an
-/// even head_dim for RoPE, room for every query's span in the shortest context, and a
-/// top-k below it.
-inline void check_span_grid(const config& c) {
+/// The head_dim check of every study built on citation_scenario (citations, policy,
+/// compaction): even for RoPE, and wide enough for the channels the scenario reserves.
+inline void check_scenario_head_dim(const config& c) {
   if (c.integer("head-dim") % 2 != 0)
     throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
                       " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
@@ -114,6 +113,13 @@ inline void check_span_grid(const config& c) {
                       (outliers ? std::string("4 outlier and ") : std::string()) +
                       "2 massive-activation channels and needs 2 more for the sink and citation directions "
                       "(allowed: even head dimensions >= 8, or >= 4 with --outlier 0)");
+}
+
+/// Grid checks shared by the studies that place citation spans (citations, policy): the
+/// head_dim check above, room for every query's span in the shortest context, and a
+/// top-k below it.
+inline void check_span_grid(const config& c) {
+  check_scenario_head_dim(c);
   const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
   const long long need = 1 + c.integer("queries") * (c.integer("span") + 1);
   if (nmin < need)

@@ -2,7 +2,7 @@
 /// kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
 /// standalone study program take it (parsed with CLI11):
 ///
-///   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--GRIDPARAM v1,v2,...] [--help]
+///   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B] [--GRIDPARAM v1,v2,...] [--help]
 ///   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]
 ///
 /// With --shard I/N the run computes only shard I of the study's main phase and writes
@@ -13,6 +13,7 @@
 /// before anything is created or written; the caller prints it and exits with status 2.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -58,11 +61,14 @@ inline const char* common_options_help() {
          "  --quiet        no progress on stderr (by default: redrawn on a terminal, a plain\n"
          "                 line per tenth of the work or 30 s when stderr is a pipe or a file)\n"
          "  --out DIR      also write DIR/<study>.csv (+ extra tables) and DIR/<study>.json\n"
-         "                 (configuration, grid, seed, library version, timing); the files of a\n"
-         "                 run appear together and only complete\n"
+         "                 (configuration, grid, seed, library version, timing) and\n"
+         "                 DIR/<study>.manifest.json (size and SHA-256 of each file), written\n"
+         "                 last: the files of a run appear together and only complete\n"
          "  --threads N    worker threads (default: all hardware threads); results are\n"
          "                 bit-identical for any N\n"
          "  --seed S       seed of the synthetic data (default 1)\n"
+         "  --max-memory B refuse a grid whose estimated memory exceeds B bytes (suffix K, M, G\n"
+         "                 or T; default: the physical memory), before anything is written\n"
          "  --shard I/N    compute only shard I of N of the grid's tasks (needs --out) and write\n"
          "                 the partial result DIR/<study>.shard-I-of-N.json; `kvq study merge\n"
          "                 DIR...` turns shards 1..N into the files of a single run\n";
@@ -83,7 +89,7 @@ inline const char* kv_options_help() {
 /// `kvq study <name> --help`: grid options with defaults and allowed values, and every
 /// output column.
 inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
-  std::string s = "usage: " + program + " " + d.name + " [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N]" +
+  std::string s = "usage: " + program + " " + d.name + " [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B]" +
                   (d.kv.accepted ? " [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]" : "") +
                   " [grid options]\n\n" +
                   d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
@@ -123,7 +129,77 @@ struct run_request {
   std::vector<std::pair<std::string, std::string>> overrides;  ///< grid options, in order
   bool kv_given = false;  ///< --kv FILE
   kv_request kv;          ///< its layer, head and RoPE choice
+  double max_memory = 0;  ///< --max-memory in bytes (0: the machine's physical memory)
 };
+
+/// --max-memory: bytes, with an optional binary suffix K, M, G or T ("64G").
+inline double parse_max_memory(const std::string& v) {
+  std::string body = v;
+  double mult = 1;
+  if (!body.empty()) {
+    const char c = body.back();
+    const char* suffixes = "KMGT";
+    for (int i = 0; i < 4; ++i)
+      if (c == suffixes[i] || c == suffixes[i] + ('a' - 'A')) {
+        mult = static_cast<double>(1ull << (10 * (i + 1)));
+        body.pop_back();
+      }
+  }
+  double x = 0;
+  if (!parse_real(body, x) || !(x > 0) || !(x * mult < 1e21))
+    throw usage_error("--max-memory: '" + v + "' is not a byte count (allowed: a positive number with an optional K, M, G "
+                      "or T suffix, as 64G)");
+  return x * mult;
+}
+
+/// Physical memory of this machine in bytes (0 when unknown).
+inline double physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+/// A rough estimate of the memory a run of the grid needs, in bytes: the tasks running
+/// at once (min(threads, contexts x schemes)) each hold K and V of the longest context in
+/// fp32, reference and emulated (16 B x context x head_dim), and a double per key for
+/// each query (8 B x context x queries, the queries being the grid's queries, or its
+/// reference plus held-out queries). It ignores what is shared and what is small, so it
+/// is a floor rather than a bound: its purpose is to refuse, before anything is written,
+/// a grid that cannot fit, not to plan one that nearly does. 0 for a study without a
+/// context and head_dim grid.
+inline double estimate_run_bytes(const study_def& def, const config& cfg, unsigned threads) {
+  const json g = cfg.to_json();
+  if (!g.contains(def.kv.contexts) || !g.contains(def.kv.head_dim)) return 0;
+  const json& cj = g.at(def.kv.contexts);
+  double n = 0, contexts = 0;
+  for (const auto& c : cj.is_array() ? cj : json::array({cj})) {
+    n = std::max(n, c.get<double>());
+    contexts += 1;
+  }
+  const double d = g.at(def.kv.head_dim).get<double>();
+  double q = 0;
+  for (const char* k : {"queries", "ref-queries", "held-out"})
+    if (g.contains(k) && g.at(k).is_number()) q += g.at(k).get<double>();
+  double schemes = 1;
+  if (g.contains("schemes") && g.at("schemes").is_array())
+    schemes = std::max<double>(1, static_cast<double>(g.at("schemes").size()));
+  const double at_once = std::min(static_cast<double>(threads ? threads : 1), contexts * schemes);
+  return at_once * (16.0 * n * d + 8.0 * n * q);
+}
+
+/// Refuses (usage_error) a grid whose estimate exceeds --max-memory, or the physical
+/// memory when that is not given.
+inline void check_run_memory(const study_def& def, const config& cfg, const run_request& req) {
+  const double need = estimate_run_bytes(def, cfg, req.threads);
+  const double have = req.max_memory > 0 ? req.max_memory : physical_memory_bytes();
+  if (have <= 0 || need <= have) return;
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "the grid needs about %.1f GiB (%.0f bytes, an estimate from the longest context, head_dim, queries and "
+                "threads), more than %s %.1f GiB; use shorter --%s, a smaller --%s or fewer --threads",
+                need / 1073741824.0, need, req.max_memory > 0 ? "--max-memory" : "the physical memory,",
+                have / 1073741824.0, def.kv.contexts.c_str(), def.kv.head_dim.c_str());
+  throw usage_error(buf);
+}
 
 /// --kv-layer / --kv-head: a non-negative decimal integer below 2^31.
 inline std::size_t parse_kv_index(const std::string& opt, const std::string& v) {
@@ -194,6 +270,8 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   CLI::Option* o_threads = app.add_option("--threads", threads);
   CLI::Option* o_seed = app.add_option("--seed", seed);
   CLI::Option* o_shard = app.add_option("--shard", shard);
+  std::string max_memory;
+  CLI::Option* o_max_memory = app.add_option("--max-memory", max_memory);
   std::map<std::string, std::vector<std::string>> grid;
   std::vector<std::pair<std::string, CLI::Option*>> grid_opts;
   for (const auto& p : def.params) {
@@ -206,7 +284,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   CLI::Option* o_kv_layer = app.add_option("--kv-layer", kv_layer_text);
   CLI::Option* o_kv_head = app.add_option("--kv-head", kv_head_text);
   CLI::Option* o_kv_rope = app.add_option("--kv-rope", kv_rope_text);
-  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard, o_kv, o_kv_layer, o_kv_head, o_kv_rope})
+  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard, o_max_memory, o_kv, o_kv_layer, o_kv_head, o_kv_rope})
     o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
@@ -233,6 +311,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   }
   if (o_threads->count()) req.threads = parse_threads(threads);
   if (o_seed->count()) req.seed = parse_seed(seed);
+  if (o_max_memory->count()) req.max_memory = parse_max_memory(max_memory);
   if (o_shard->count()) {
     req.shard = parse_shard(shard);
     req.sharded = true;
@@ -343,10 +422,9 @@ inline void print_and_write(const study_def& def, const config& cfg, const resul
   std::printf("\ntime: %.2f s\n", info.wall_seconds);
 
   if (!out_dir.empty()) {
-    const file_set files = run_files(def, cfg, r, info, out_dir);
-    write_files_atomic(files);
+    const std::vector<std::string> written = write_output_set(out_dir, def.name, run_files(def, cfg, r, info, out_dir));
     std::printf("wrote:");
-    for (const auto& f : files) std::printf(" %s", f.first.c_str());
+    for (const auto& f : written) std::printf(" %s", f.c_str());
     std::printf("\n");
   }
 }
@@ -388,6 +466,7 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
     overrides.emplace_back(def.kv.queries, std::to_string(kv.tokens));
     cfg = resolve_grid();
   }
+  check_run_memory(def, cfg, req);
   if (!req.out.empty()) check_out_dir(req.out);
 
   std::printf("kvq %s — study %s (seed %llu, %s grid, %u thread%s)\n", KVQ_VERSION_STRING, def.name.c_str(),

@@ -267,15 +267,19 @@ file_set merge_partials(const std::vector<std::string>& dirs, const std::string&
   const std::vector<partial_result> all = read_partials(dirs);
   std::map<std::string, std::vector<const partial_result*>> by_study;
   for (const auto& p : all) by_study[p.data["study"].get<std::string>()].push_back(&p);
-  file_set files;
+  std::vector<std::pair<std::string, file_set>> sets;  // (study, its files)
   for (const auto& g : by_study) {
     const study_def* def = find_study(g.first);
     if (!def) throw usage_error("merge: " + g.second.front()->path + " is from an unknown study '" + g.first + "'");
     const merged_run m = merge_study(*def, g.second, command_line);
-    for (auto& f : run_files(*def, m.cfg, m.res, m.info, out_dir)) files.push_back(std::move(f));
+    sets.emplace_back(def->name, run_files(*def, m.cfg, m.res, m.info, out_dir));
   }
   check_out_dir(out_dir);
-  write_files_atomic(files);
+  file_set files;
+  for (const auto& s : sets) {
+    (void)write_output_set(out_dir, s.first, s.second);
+    for (const auto& f : s.second) files.push_back(f);
+  }
   return files;
 }
 
