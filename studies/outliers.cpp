@@ -22,8 +22,10 @@
 // elements, and over those sharing a scale with an outlier channel.
 //
 // With --kv FILE (docs/kv-input.md) Q/K/V are one captured head instead of the N(0, 1)
-// draws; the context is its token count, and the same channel outliers are injected on
-// top (m = 0: the captured keys as they are).
+// draws; the context is its token count, the queries are the last captured positions
+// and attention is causal (--non-causal: all keys). The model's own queries and keys are
+// used as captured (magnitudes fixed at 0, no query zeroing) unless --kv-treatments asks
+// for the channel outliers and the query zeroing on top.
 #include "studies.hpp"
 
 #include <kvq/study.hpp>
@@ -118,7 +120,10 @@ study_def definition() {
       "errors, and the share of K elements that an outlier-dominated scale flushes to zero. The outlier is a\n"
       "constant per-channel offset and the queries are zero on those channels, so the exact logits do not\n"
       "change with m: all damage comes through the quantization scales the outliers own. Study time grows\n"
-      "linearly with the context length.";
+      "linearly with the context length.\n"
+      "With --kv FILE: the model's own queries (the last captured positions) and keys, causal attention, no\n"
+      "outliers injected and no query zeroed (--magnitudes fixed at 0); --kv-treatments injects the outliers\n"
+      "and zeroes the queries on their channels as above; --non-causal lets every query see all keys.";
   d.params = {
       scheme_param("schemes", join(default_schemes(), ","), "", "KV-cache schemes to compare"),
       {"magnitudes", param_kind::real_list, "0,10,100,1000", "0,100",
@@ -132,6 +137,7 @@ study_def definition() {
   };
   d.outputs = {output_schema()};
   d.kv.accepted = true;
+  d.kv.treatment_params = {{"magnitudes", "0"}};
   d.validate = [](const config& c) {
     check_head_dim(c.names("schemes"), c.integer("head-dim"));
     if (c.integer("outlier-channels") > c.integer("head-dim"))
@@ -162,7 +168,9 @@ study_def definition() {
     // The queries are zero on the outlier channels (as kvq::inject's massive-activation
     // injector neutralizes them): the outliers then change the quantization scales but
     // not a single exact logit, so the reference attention is the same for every m and
-    // all damage comes from the scales the outliers own.
+    // all damage comes from the scales the outliers own. A captured head keeps the
+    // model's own queries unless --kv-treatments asks for the zeroing.
+    const bool treat = lab::kv_treated(ctx);
     matrix_f Qm = base.q[0];
 
     // Channel outliers: persistent offsets +m, -m, +m, ... (gain 1) on the same channels
@@ -172,12 +180,13 @@ study_def definition() {
     oc0.seed = cfg.seed;
     oc0.gain = 1.0f;
     const std::vector<std::size_t> channels = kvq::inject::outlier_channels(oc0, hd);
-    for (Eigen::Index r = 0; r < Qm.rows(); ++r)
-      for (std::size_t c : channels) Qm(r, static_cast<Eigen::Index>(c)) = 0.0f;
+    if (treat)
+      for (Eigen::Index r = 0; r < Qm.rows(); ++r)
+        for (std::size_t c : channels) Qm(r, static_cast<Eigen::Index>(c)) = 0.0f;
     const float* Q = Qm.data();
     auto keys_with_outliers = [&](std::size_t n, double m) {
       matrix_f K = base.k[0].topRows(static_cast<Eigen::Index>(n));
-      if (m > 0) {
+      if (m > 0 && treat) {
         kvq::inject::channel_outlier_config oc = oc0;
         oc.channels = channels;
         for (std::size_t i = 0; i < channels.size(); ++i) oc.offsets.push_back(static_cast<float>(i % 2 ? -m : m));
@@ -207,7 +216,8 @@ study_def definition() {
         reference& r = ref[i];
         r.p.assign(nq, std::vector<double>(n));
         r.o.assign(nq, std::vector<double>(hd));
-        for (std::size_t q = 0; q < nq; ++q) att.run(Q + q * hd, r.p[q].data(), r.o[q].data(), aws);
+        for (std::size_t q = 0; q < nq; ++q)
+          att.run_prefix(Q + q * hd, lab::keys_seen(ctx, base.query_positions, q, n), r.p[q].data(), r.o[q].data(), aws);
       });
     }
 
@@ -239,8 +249,9 @@ study_def definition() {
           const reference& r = ref[ci * NM + mi];
           std::vector<lab::query_metrics> qm;
           for (std::size_t q = 0; q < nq; ++q) {
-            att.run(Q + q * hd, p.data(), o.data(), aws);
-            qm.push_back(lab::evaluate(r.p[q].data(), p.data(), n, r.o[q].data(), o.data(), hd, ws));
+            const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
+            att.run_prefix(Q + q * hd, keys, p.data(), o.data(), aws);
+            qm.push_back(lab::evaluate(r.p[q].data(), p.data(), keys, r.o[q].data(), o.data(), hd, ws));
           }
           const lab::metric_means mm = lab::mean_over(qm);
           std::vector<cell> row = {sc.name, m, static_cast<long long>(n), sc.bits_per_value(hd),
@@ -277,7 +288,14 @@ study_def definition() {
     r.setup["outlier_channels"] = (json(channels));
     r.setup["outlier_model"] = ("K[:, c] += +m/-m (alternating per channel) on every token, gain 1, no RoPE; queries zero on the "
                 "outlier channels, so exact logits do not depend on m");
-    lab::record_qkv_source(ctx, r.setup, "independent N(0,1) (kvq::inject::generate_qkv at the longest context; shorter contexts are its prefixes; the same base tensors for every magnitude)", nq);
+    json treatments = json::array();
+    if (ctx.kv && treat)
+      treatments = json::array({"key channel outliers +m/-m on outlier_channels (magnitudes)",
+                                "queries zeroed on outlier_channels"});
+    if (ctx.kv && !treat)
+      r.setup["outlier_model"] = "none injected (--kv without --kv-treatments: the captured keys and queries as they "
+                                 "are; k_flush_frac_shared and outlier_rel_err refer to outlier_channels all the same)";
+    lab::record_qkv_source(ctx, r.setup, "independent N(0,1) (kvq::inject::generate_qkv at the longest context; shorter contexts are its prefixes; the same base tensors for every magnitude)", nq, treatments);
     r.setup["reference"] = ("double attention on the original float K/V");
     r.setup["emulated"] = ("fp32 attention on dequantized K/V (storage-only)");
     json sj = json::object();

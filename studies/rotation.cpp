@@ -13,7 +13,9 @@
 // share is measured in the stored (rotated) basis.
 //
 // With --kv FILE (docs/kv-input.md) Q/K/V are one captured head instead of the N(0, 1)
-// draws (head_dim must still be a power of two); the outliers are injected on top.
+// draws (head_dim must still be a power of two): the model's own queries (the last
+// captured positions) and keys, causal attention (--non-causal: all keys), no outliers
+// and no query zeroing unless --kv-treatments asks for them.
 #include "studies.hpp"
 
 #include <kvq/study.hpp>
@@ -72,7 +74,10 @@ study_def definition() {
       "The outliers study's data, stored with and without a normalised Walsh-Hadamard rotation of the head\n"
       "dimension before quantization (kvq::attention::storage_attention, hadamard = true). The rotation\n"
       "spreads every channel outlier over all channels, so block scales are no longer owned by one channel.\n"
-      "head_dim must be a power of two.";
+      "head_dim must be a power of two.\n"
+      "With --kv FILE: the model's own queries (the last captured positions) and keys, causal attention, no\n"
+      "outliers injected and no query zeroed (--magnitudes fixed at 0); --kv-treatments injects the outliers\n"
+      "and zeroes the queries on their channels as in the outliers study; --non-causal: all keys.";
   d.params = {
       scheme_param("schemes", "fp8_e4m3_cal,fp8_per_token_head,mxfp8_e4m3_rceil,nvfp4_te,mxfp4_rceil,kivi_int4",
                    "fp8_e4m3_cal,nvfp4_te,mxfp4_rceil", "KV-cache schemes"),
@@ -87,6 +92,7 @@ study_def definition() {
   };
   d.outputs = {output_schema()};
   d.kv.accepted = true;
+  d.kv.treatment_params = {{"magnitudes", "0"}};
   d.validate = [](const config& c) {
     const long long hd = c.integer("head-dim");
     if (!kvq::attention::is_pow2(static_cast<std::size_t>(hd)))
@@ -119,9 +125,13 @@ study_def definition() {
     oc0.seed = cfg.seed;
     oc0.gain = 1.0f;
     const std::vector<std::size_t> channels = kvq::inject::outlier_channels(oc0, hd);
+    // As in the outliers study; a captured head keeps the model's own queries and keys
+    // unless --kv-treatments asks for the zeroing and the outliers.
+    const bool treat = lab::kv_treated(ctx);
     matrix_f Qm = base.q[0];
-    for (Eigen::Index r = 0; r < Qm.rows(); ++r)
-      for (std::size_t c : channels) Qm(r, static_cast<Eigen::Index>(c)) = 0.0f;
+    if (treat)
+      for (Eigen::Index r = 0; r < Qm.rows(); ++r)
+        for (std::size_t c : channels) Qm(r, static_cast<Eigen::Index>(c)) = 0.0f;
 
     // One task per (context, magnitude): reference once, then every scheme x rotation.
     std::vector<std::vector<std::vector<cell>>> rows(NC * NM);
@@ -132,7 +142,7 @@ study_def definition() {
       const double m = mags[i % NM];
       matrix_f K = base.k[0].topRows(static_cast<Eigen::Index>(n));
       const matrix_f V = base.v[0].topRows(static_cast<Eigen::Index>(n));
-      if (m > 0) {
+      if (m > 0 && treat) {
         kvq::inject::channel_outlier_config oc = oc0;
         oc.channels = channels;
         for (std::size_t c = 0; c < channels.size(); ++c) oc.offsets.push_back(static_cast<float>(c % 2 ? -m : m));
@@ -141,7 +151,8 @@ study_def definition() {
       const kvq::attention::reference_attention ref(K, V);
       kvq::attention::workspace aws;
       std::vector<std::vector<double>> pr(nq, std::vector<double>(n)), orf(nq, std::vector<double>(hd));
-      for (std::size_t q = 0; q < nq; ++q) ref.run(Qm.data() + q * hd, pr[q].data(), orf[q].data(), aws);
+      for (std::size_t q = 0; q < nq; ++q)
+        ref.run_prefix(Qm.data() + q * hd, lab::keys_seen(ctx, base.query_positions, q, n), pr[q].data(), orf[q].data(), aws);
       matrix_f Krot = K;
       for (Eigen::Index r = 0; r < Krot.rows(); ++r) kvq::attention::hadamard_rotate(&Krot(r, 0), hd);
       std::vector<double> p(n);
@@ -163,8 +174,9 @@ study_def definition() {
             }
           std::vector<lab::query_metrics> qm;
           for (std::size_t q = 0; q < nq; ++q) {
-            att.run(Qm.data() + q * hd, p.data(), o.data(), aws);
-            qm.push_back(lab::evaluate(pr[q].data(), p.data(), n, orf[q].data(), o.data(), hd, ws));
+            const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
+            att.run_prefix(Qm.data() + q * hd, keys, p.data(), o.data(), aws);
+            qm.push_back(lab::evaluate(pr[q].data(), p.data(), keys, orf[q].data(), o.data(), hd, ws));
           }
           const lab::metric_means mm = lab::mean_over(qm);
           std::vector<cell> row = {sc.name, scaling_of(sc), rot ? "hadamard" : "none", m, ctxs[i / NM],
@@ -192,8 +204,15 @@ study_def definition() {
     r.setup["outlier_channels"] = (json(channels));
     r.setup["data"] = ("as the outliers study: N(0,1) Q/K/V, offsets +-m on the outlier channels, queries zero there");
     if (ctx.kv) {  // the captured head replaces the N(0,1) draws
-      r.setup["data"] = "as the outliers study on captured Q/K/V: offsets +-m on the outlier channels, queries zero there";
-      lab::record_qkv_source(ctx, r.setup, "", nq);
+      json treatments = json::array();
+      if (treat) {
+        r.setup["data"] = "as the outliers study on captured Q/K/V: offsets +-m on the outlier channels, queries zero there";
+        treatments = json::array({"key channel outliers +m/-m on outlier_channels (magnitudes)",
+                                  "queries zeroed on outlier_channels"});
+      } else {
+        r.setup["data"] = "captured Q/K/V as they are (no outliers, no query zeroing)";
+      }
+      lab::record_qkv_source(ctx, r.setup, "", nq, treatments);
     }
     r.setup["rotation"] = ("kvq::attention::hadamard_rotate (normalised Walsh-Hadamard) on K, V and q rows before the "
                             "scheme; output rotated back");

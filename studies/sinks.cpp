@@ -18,7 +18,11 @@
 //   scheme quantizes only tokens s..n-1 (its scales never see the sinks); for FA3 the sink
 //   rows enter the kernel unquantized while P is still cast to FP8.
 // With --kv FILE (docs/kv-input.md) the captured head replaces the Gaussian Q/K/V and no
-// synthetic RoPE is applied; the massive activations and sinks are injected on top.
+// synthetic RoPE is applied; the queries are the last captured positions and attention is
+// causal (--non-causal: all keys). The first `sinks` captured tokens are the sinks as
+// they are (a model's own sinks): deltas and massive are fixed at 0 and nothing is
+// injected, unless --kv-treatments asks for the massive activations and sinks on top.
+// gap_achieved is then measured over the keys each query sees.
 #include "studies.hpp"
 
 #include <kvq/study.hpp>
@@ -28,7 +32,9 @@
 
 #include <kvq/attention/kernels.hpp>
 #include <kvq/core/float16.hpp>
+#include <kvq/core/reduce.hpp>
 #include <kvq/attention/variants.hpp>
+#include <kvq/inject/patterns.hpp>
 #include <kvq/inject/scenario.hpp>
 #include <kvq/metrics.hpp>
 
@@ -70,6 +76,24 @@ inline param paths_param(std::string full_default) {
   return param{"paths", param_kind::name_list, std::move(full_default), "", "emulated paths", path_names(), 0, 0, "path"};
 }
 
+// gap_achieved on a captured head: per query, the mean logit q.k/sqrt(d) of the s sinks
+// minus that of the other keys it sees (s..p causal, s..n-1 otherwise), in double with
+// tree sums; the mean over the queries.
+inline double seen_gap(const context& ctx, const matrix_f& Q, const matrix_f& K, const std::vector<std::size_t>& pos,
+                       std::size_t s) {
+  const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
+  reduce::tree_accumulator<double> over_queries;
+  for (std::size_t q = 0; q < pos.size(); ++q) {
+    const std::size_t keys = lab::keys_seen(ctx, pos, q, n);
+    const float* qr = &Q(static_cast<Eigen::Index>(q), 0);
+    reduce::tree_accumulator<double> sink, rest;
+    for (std::size_t t = 0; t < keys; ++t)
+      (t < s ? sink : rest).push(kvq::inject::detail::logit(qr, &K(static_cast<Eigen::Index>(t), 0), d));
+    over_queries.push(sink.result() / double(s) - rest.result() / double(keys - s));
+  }
+  return over_queries.result() / double(pos.size());
+}
+
 inline table output_schema() {
   table t;
   t.title = "Sinks: distortion per path, sink count, logit gap and context (means over queries)";
@@ -101,7 +125,11 @@ study_def definition() {
       "massive activations) are run through each storage scheme and through FlashAttention-3's FP8 forward\n"
       "(P scaled by S = 1 or 256 before the e4m3 cast; KV blocks forward or reverse), with the sinks either\n"
       "quantized like the rest or kept in bf16 (IntactKV). Reports the rank/distribution metrics, the share of\n"
-      "non-sink keys whose weight underflows to exactly 0, and the attention mass left on the sinks.";
+      "non-sink keys whose weight underflows to exactly 0, and the attention mass left on the sinks.\n"
+      "With --kv FILE: the model's own Q/K/V (queries: the last captured positions), causal attention, and\n"
+      "the first `sinks` captured tokens as the sinks, nothing injected (--deltas and --massive fixed at 0);\n"
+      "--kv-treatments injects the massive activations and the sinks with gap Delta on top; --non-causal: all\n"
+      "keys. gap_achieved is measured over the keys each query sees.";
   std::vector<std::string> def_paths = {"bf16",     "fp8_e4m3",    "fp8_e4m3_cal", "fp8_per_token_head",
                                         "nvfp4_te", "mxfp4_rceil", "kivi_int4",    "fa3_s1_fwd",
                                         "fa3_s1_rev", "fa3_s256_fwd", "fa3_s256_rev"};
@@ -120,6 +148,18 @@ study_def definition() {
   };
   d.outputs = {output_schema()};
   d.kv.accepted = true;
+  d.kv.treatment_params = {{"deltas", "0"}, {"massive", "0"}};
+  d.kv.validate = [](const config& c, const kv_head& kv) {
+    // Causal: the earliest query (the last `queries` positions) must see a key past the
+    // sinks, or it has no background to measure the sinks against.
+    if (!kv.request.causal) return;
+    const long long first = static_cast<long long>(kv.tokens) - c.integer("queries");
+    const long long smax = *std::max_element(c.ints("sinks").begin(), c.ints("sinks").end());
+    if (first < smax)
+      throw usage_error("--sinks " + std::to_string(smax) + ": the first query (captured position " +
+                        std::to_string(first) + ") sees no key past the sinks under causal attention (allowed: "
+                        "sinks <= " + std::to_string(first) + ", fewer --queries, or --non-causal)");
+  };
   d.validate = [](const config& c) {
     std::vector<std::string> storage;
     for (const auto& p : c.names("paths"))
@@ -156,11 +196,13 @@ study_def definition() {
     // Phase 1: one scenario and its reference attention per (context, sinks, delta).
     struct scenario_cell {
       matrix_f K, V, Q;
+      std::vector<std::size_t> positions;  // the queries' positions (captured ones with --kv)
       std::size_t sinks = 0;
       double gap = 0;
       std::vector<std::vector<double>> p, o;
     };
     std::vector<scenario_cell> cells(ncell);
+    const bool treat = lab::kv_treated(ctx);
     double total = 0;
     for (std::size_t i = 0; i < ncell; ++i) total += double(ctxs[i / (NS * ND)]) * (1.0 + 2.0 * double(NP));
     if (ctx.prog) ctx.prog->plan(total);
@@ -193,10 +235,12 @@ study_def definition() {
         sc.sinks = sk;
         // --kv: the captured head (already post-RoPE, or the pre-RoPE tensors as chosen)
         // takes the place of the generated Q/K/V; no synthetic RoPE is applied to it.
+        // Without --kv-treatments it is used as captured: the model's own sinks.
         kvq::inject::scenario built;
         if (ctx.kv) {
           sc.rope = std::nullopt;
-          built = kvq::inject::build_scenario_on(lab::study_qkv(ctx, sc.shape), sc);
+          if (treat) built = kvq::inject::build_scenario_on(lab::study_qkv(ctx, sc.shape), sc);
+          else built.data = lab::study_qkv(ctx, sc.shape);
         } else {
           built = kvq::inject::build_scenario(sc);
         }
@@ -204,16 +248,23 @@ study_def definition() {
         c.K = std::move(built.data.k[0]);
         c.V = std::move(built.data.v[0]);
         c.Q = std::move(built.data.q[0]);
+        c.positions = std::move(built.data.query_positions);
         c.sinks = s;
-        const auto& g = built.heads[0].sinks->gap[0];
-        double acc = 0;
-        for (double x : g) acc += x;
-        c.gap = acc / double(g.size());
+        if (ctx.kv) {
+          c.gap = seen_gap(ctx, c.Q, c.K, c.positions, s);
+        } else {
+          const auto& g = built.heads[0].sinks->gap[0];
+          double acc = 0;
+          for (double x : g) acc += x;
+          c.gap = acc / double(g.size());
+        }
         const kvq::attention::reference_attention ref(c.K, c.V);
         kvq::attention::workspace aws;
         c.p.assign(nq, std::vector<double>(n));
         c.o.assign(nq, std::vector<double>(hd));
-        for (std::size_t q = 0; q < nq; ++q) ref.run(&c.Q(static_cast<Eigen::Index>(q), 0), c.p[q].data(), c.o[q].data(), aws);
+        for (std::size_t q = 0; q < nq; ++q)
+          ref.run_prefix(&c.Q(static_cast<Eigen::Index>(q), 0), lab::keys_seen(ctx, c.positions, q, n), c.p[q].data(),
+                         c.o[q].data(), aws);
       });
     }
 
@@ -236,16 +287,18 @@ study_def definition() {
         for (int keep = 0; keep < 2; ++keep) {
           std::vector<lab::query_metrics> qm;
           std::vector<double> under, smass_ref, smass_emu;
+          auto keys_of = [&](std::size_t q) { return lab::keys_seen(ctx, c.positions, q, n); };
           auto score = [&](std::size_t q) {
-            qm.push_back(lab::evaluate(c.p[q].data(), p.data(), n, c.o[q].data(), o.data(), hd, ws));
+            const std::size_t keys = keys_of(q);
+            qm.push_back(lab::evaluate(c.p[q].data(), p.data(), keys, c.o[q].data(), o.data(), hd, ws));
             std::size_t el = 0, z = 0;
-            for (std::size_t t = s; t < n; ++t)
+            for (std::size_t t = s; t < keys; ++t)
               if (c.p[q][t] > 0) {
                 ++el;
                 z += p[t] == 0.0;
               }
             under.push_back(el ? double(z) / double(el) : 0.0);
-            const auto nm = kvq::metrics::needle_metrics(c.p[q].data(), p.data(), n, sink_tokens);
+            const auto nm = kvq::metrics::needle_metrics(c.p[q].data(), p.data(), keys, sink_tokens);
             smass_ref.push_back(nm.mass_reference);
             smass_emu.push_back(nm.mass_emulated);
           };
@@ -256,7 +309,7 @@ study_def definition() {
             const kvq::attention::fa3_fp8_attention<> att(c.K, c.V, fo);
             if (!keep) {
               for (std::size_t q = 0; q < nq; ++q) {
-                att.run(&c.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
+                att.run_prefix(&c.Q(static_cast<Eigen::Index>(q), 0), keys_of(q), p.data(), o.data(), aws);
                 score(q);
               }
             } else {
@@ -269,9 +322,11 @@ study_def definition() {
                   Kk(r, cc) = kvq::round_bf16(c.K(r, cc));
                   Vk(r, cc) = kvq::round_bf16(c.V(r, cc));
                 }
-              const kvq::attention::rows_view<float> kv{Kk.data(), n, hd, hd}, vv{Vk.data(), n, hd, hd};
               std::vector<float> scratch(kvq::attention::fa3_scratch(n, hd, att.config().block_n)), qq(hd);
               for (std::size_t q = 0; q < nq; ++q) {
+                // The rows this query sees (all n unless causal on a captured head).
+                const std::size_t keys = keys_of(q);
+                const kvq::attention::rows_view<float> kv{Kk.data(), keys, hd, hd}, vv{Vk.data(), keys, hd, hd};
                 for (std::size_t j = 0; j < hd; ++j)
                   qq[j] = kvq::decode<kvq::fmt::e4m3>(
                       kvq::encode<kvq::fmt::e4m3>(c.Q(static_cast<Eigen::Index>(q), static_cast<Eigen::Index>(j))));
@@ -300,7 +355,7 @@ study_def definition() {
             }
             const kvq::attention::storage_attention att(c.K, c.V, so);
             for (std::size_t q = 0; q < nq; ++q) {
-              att.run(&c.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
+              att.run_prefix(&c.Q(static_cast<Eigen::Index>(q), 0), keys_of(q), p.data(), o.data(), aws);
               score(q);
             }
           }
@@ -344,9 +399,18 @@ study_def definition() {
     r.setup["scenario"] = ("kvq::inject::build_scenario: N(0,1) Q/K/V, RoPE base 1e4, massive activations on the sink keys "
                 "(2 channels, factor x median|K|, queries neutralized there), sinks with logit gap Delta");
     if (ctx.kv) {  // the captured head replaces the N(0,1) Q/K/V and the RoPE
-      r.setup["scenario"] = "kvq::inject::build_scenario_on the captured Q/K/V (no synthetic RoPE): massive activations on "
-                            "the sink keys (2 channels, factor x median|K|, queries neutralized there), sinks with logit gap Delta";
-      lab::record_qkv_source(ctx, r.setup, "", nq);
+      json treatments = json::array();
+      if (treat) {
+        r.setup["scenario"] = "kvq::inject::build_scenario_on the captured Q/K/V (no synthetic RoPE): massive activations on "
+                              "the sink keys (2 channels, factor x median|K|, queries neutralized there), sinks with logit gap Delta";
+        if (massive > 0) treatments.push_back("massive activations on the sink keys (2 channels, queries neutralized there)");
+        treatments.push_back("sinks with logit gap Delta (deltas)");
+      } else {
+        r.setup["scenario"] = "the captured Q/K/V as they are (no synthetic RoPE, nothing injected): the first `sinks` "
+                              "captured tokens are the sinks";
+      }
+      r.setup["gap_achieved"] = "mean over queries of (mean sink logit - mean logit of the other keys the query sees)";
+      lab::record_qkv_source(ctx, r.setup, "", nq, treatments);
     }
     r.setup["massive_factor"] = (massive);
     r.setup["reference"] = ("double attention on the original K/V");

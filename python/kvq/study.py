@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import numbers
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Union
 
 import numpy as np
 
@@ -121,9 +122,19 @@ def _column(values: list) -> np.ndarray:
 
 
 def run_study(name: str, quick: bool = False, seed: int = 1, threads: Optional[int] = None,
+              kv: Optional[Union[str, os.PathLike]] = None, kv_layer: int = 0, kv_head: int = 0,
+              kv_rope: str = "post", kv_treatments: bool = False, non_causal: bool = False,
               **grid) -> Dict[str, Any]:
     """Run the study ``name`` (``kvq.studies()`` lists them) on its default grid
     (``quick=True``: the ``--quick`` grid) with the given overrides.
+
+    ``kv``: run on one head captured from a model (a .safetensors, .npz or .npy file, as
+    ``kvq.capture`` writes it), as ``kvq study NAME --kv FILE``; ``kv_layer``,
+    ``kv_head``, ``kv_rope``, ``kv_treatments`` and ``non_causal`` are ``--kv-layer``,
+    ``--kv-head``, ``--kv-rope``, ``--kv-treatments`` and ``--non-causal``. By default
+    the queries are the model's own at the last captured positions, attention is causal
+    and no synthetic treatment is applied (docs/kv-input.md); ``setup["kv_input"]``
+    records it. Only outliers, rotation and sinks take ``kv``.
 
     ``seed`` and ``threads`` are ``--seed`` and ``--threads`` (default: all hardware
     threads; the results do not depend on it). Returns a dict:
@@ -142,6 +153,8 @@ def run_study(name: str, quick: bool = False, seed: int = 1, threads: Optional[i
     if not isinstance(name, str):
         raise ValueError(f"run_study: name must be a str, got {type(name).__name__}")
     if name == "model":
+        if kv is not None:
+            raise ValueError("run_study: study model does not take kv (it runs the model itself)")
         return _run_model_study(quick, seed, threads, grid)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) < 2**64:
         raise ValueError(f"run_study: seed {seed!r} is not a valid seed (allowed: 0 to {2**64 - 1})")
@@ -150,7 +163,20 @@ def run_study(name: str, quick: bool = False, seed: int = 1, threads: Optional[i
     elif isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or not 1 <= int(threads) <= 4096:
         raise ValueError(f"run_study: threads {threads!r} is not a valid thread count (allowed: 1 to 4096)")
     overrides = [(key.replace("_", "-"), _option_text(key, value)) for key, value in grid.items()]
-    raw = _engine().run_study(name, bool(quick), int(seed), int(threads), overrides)
+    kv_path = ""
+    if kv is not None:
+        kv_path = os.fspath(kv)
+        if not isinstance(kv_path, str) or not kv_path:
+            raise ValueError(f"run_study: kv={kv!r} is not a file name")
+        for key, v in (("kv_layer", kv_layer), ("kv_head", kv_head)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not 0 <= int(v) < 2**31:
+                raise ValueError(f"run_study: {key}={v!r} is not a valid index (allowed: 0, 1, 2, ...)")
+        if not isinstance(kv_rope, str):
+            raise ValueError(f"run_study: kv_rope={kv_rope!r} (allowed: 'post', 'pre')")
+    elif (kv_layer, kv_head, kv_rope, kv_treatments, non_causal) != (0, 0, "post", False, False):
+        raise ValueError("run_study: kv_layer, kv_head, kv_rope, kv_treatments and non_causal need kv=FILE")
+    raw = _engine().run_study(name, bool(quick), int(seed), int(threads), overrides, kv_path, int(kv_layer),
+                              int(kv_head), kv_rope, bool(kv_treatments), bool(non_causal))
     tables, titles, helps = {}, {}, {}
     for t in raw["tables"]:
         stem = name if not t["name"] else f"{name}_{t['name']}"

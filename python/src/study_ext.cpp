@@ -7,13 +7,14 @@
 // numbers. A separate module from kvq._kvq so the element-format bindings do not wait
 // for the studies to compile, and load without them.
 //
-// Bad input (unknown study or option, a value the grid rejects) raises ValueError with
-// the study engine's message.
+// Bad input (unknown study or option, a value the grid rejects, a bad --kv file) raises
+// ValueError with the study engine's message.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -93,12 +94,33 @@ nb::dict table_py(const kvq::study::table& t) {
   return td;
 }
 
+// kv_path empty: synthetic Q/K/V; otherwise the --kv run of the command line, with the
+// same checks and grid (kvq/study/cli.hpp: check_kv_overrides, load_kv_input,
+// resolve_run_grid).
 nb::dict run_study_py(const std::string& name, bool quick, std::uint64_t seed, unsigned threads,
-                      const std::vector<std::pair<std::string, std::string>>& overrides) {
+                      const std::vector<std::pair<std::string, std::string>>& overrides, const std::string& kv_path,
+                      std::size_t kv_layer, std::size_t kv_head_index, const std::string& kv_rope,
+                      bool kv_treatments, bool non_causal) {
   const auto& def = study_named(name);
   kvq::study::config cfg;
+  kvq::study::kv_head kv;
   try {
-    cfg = kvq::study::resolve(def, quick, seed, overrides);
+    if (!kv_path.empty()) {
+      if (!def.kv.accepted)
+        throw kvq::study::usage_error("study " + def.name + " does not take kv (it builds its own Q/K/V; see docs/kv-input.md)");
+      kvq::study::kv_request req;
+      req.path = kv_path;
+      req.layer = kv_layer;
+      req.head = kv_head_index;
+      if (kv_rope == "post") req.rope = kvq::study::kv_rope::post;
+      else if (kv_rope == "pre") req.rope = kvq::study::kv_rope::pre;
+      else throw kvq::study::usage_error("kv_rope: unknown value '" + kv_rope + "' (allowed: post, pre)");
+      req.treatments = kv_treatments;
+      req.causal = !non_causal;
+      kvq::study::check_kv_overrides(def, overrides, req.treatments);
+      kv = kvq::study::load_kv_input(req);
+    }
+    cfg = kvq::study::resolve_run_grid(def, quick, seed, overrides, kv_path.empty() ? nullptr : &kv);
   } catch (const kvq::study::usage_error& e) {
     throw nb::value_error(e.what());
   }
@@ -107,7 +129,7 @@ nb::dict run_study_py(const std::string& name, bool quick, std::uint64_t seed, u
   {
     // The studies touch no Python object: other Python threads run meanwhile.
     nb::gil_scoped_release release;
-    kvq::study::context ctx{cfg, threads, nullptr};
+    kvq::study::context ctx{cfg, threads, nullptr, nullptr, kv_path.empty() ? nullptr : &kv};
     r = def.run(ctx);
   }
   nb::dict out;
@@ -127,7 +149,9 @@ NB_MODULE(_study, m) {
   m.doc() = "The kvq study engine (the studies of the kvq command).";
   m.def("studies", &studies_py, "The studies: name, summary, description and grid parameters (defaults as option text).");
   m.def("run_study", &run_study_py, nb::arg("name"), nb::arg("quick"), nb::arg("seed"), nb::arg("threads"),
-        nb::arg("overrides"),
+        nb::arg("overrides"), nb::arg("kv_path") = "", nb::arg("kv_layer") = 0, nb::arg("kv_head") = 0,
+        nb::arg("kv_rope") = "post", nb::arg("kv_treatments") = false, nb::arg("non_causal") = false,
         "Resolve the grid from option texts (name without '--', value as on the command line) and run the study; "
-        "tables as rows of Python values, setup and grid as JSON text.");
+        "kv_path: a captured head as --kv FILE (empty: synthetic Q/K/V). Tables as rows of Python values, setup and "
+        "grid as JSON text.");
 }

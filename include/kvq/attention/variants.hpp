@@ -20,7 +20,10 @@
 ///
 /// Each path prepares its K/V once (O(n d) memory, copies owned by the object) and then
 /// answers one query at a time with run(q, p, o, workspace): p receives the n attention
-/// weights the path used, o the d outputs. Shapes are checked here (std::invalid_argument
+/// weights the path used, o the d outputs. run_prefix(q, keys, p, o, workspace) attends
+/// over the first `keys` tokens only, which is causal attention for a query at position
+/// keys - 1 (the K/V were prepared once for all n tokens, so a scale computed over the
+/// whole context stays the one every prefix sees); run(...) is run_prefix with keys = n. Shapes are checked here (std::invalid_argument
 /// naming them); the per-query kernels are kvq/attention/kernels.hpp.
 #pragma once
 
@@ -94,6 +97,17 @@ inline rows_view<float> view(const matrix_f& m) {
                           static_cast<std::size_t>(m.cols())};
 }
 
+/// The first `keys` rows of m (a causal query's prefix); checked by check_prefix.
+inline rows_view<float> view_prefix(const matrix_f& m, std::size_t keys) {
+  return rows_view<float>{m.data(), keys, static_cast<std::size_t>(m.cols()), static_cast<std::size_t>(m.cols())};
+}
+
+/// A prefix of 2 to n keys: the softmax paths need two tokens, as the constructors do.
+inline void check_prefix(const char* where, std::size_t keys, std::size_t n) {
+  if (keys < 2 || keys > n)
+    fail(where, "prefix of " + std::to_string(keys) + " keys (allowed: 2 to the " + std::to_string(n) + " tokens)");
+}
+
 inline void check_bias(const char* where, const std::vector<float>& bias, const matrix_f& K) {
   if (bias.empty()) return;
   if (bias.size() != static_cast<std::size_t>(K.rows()))
@@ -146,11 +160,17 @@ class reference_attention {
   /// Attention of one query q (head_dim() floats): p receives the tokens() weights,
   /// o the head_dim() outputs (doubles); ws provides the scratch. Returns what the
   /// kernel saw (non-finite scores or output).
-  query_status run(const float* q, double* p, double* o, workspace& ws) const {
-    const std::size_t n = tokens(), d = head_dim();
-    double* acc = workspace::get(ws.d0, pv_scratch(n, d));
+  query_status run(const float* q, double* p, double* o, workspace& ws) const { return run_prefix(q, tokens(), p, o, ws); }
+  /// The same over the first `keys` tokens only (2 to tokens(); a causal query at
+  /// position keys - 1): p receives `keys` weights. Throws std::invalid_argument for
+  /// another key count.
+  query_status run_prefix(const float* q, std::size_t keys, double* p, double* o, workspace& ws) const {
+    detail::check_prefix("kvq::attention::reference_attention::run_prefix", keys, tokens());
+    const std::size_t d = head_dim();
+    double* acc = workspace::get(ws.d0, pv_scratch(keys, d));
     double* tmp = workspace::get(ws.d1, d);
-    return reference_query(q, detail::view(K_), detail::view(V_), p, o, acc, tmp, detail::bias_ptr(bias_));
+    return reference_query(q, detail::view_prefix(K_, keys), detail::view_prefix(V_, keys), p, o, acc, tmp,
+                           detail::bias_ptr(bias_));
   }
 
  private:
@@ -232,8 +252,13 @@ class storage_attention {
   /// Attention of one query q (head_dim() floats, original basis): p receives the
   /// tokens() effective weights (doubles), o the head_dim() outputs (floats, rotated
   /// back). Throws std::invalid_argument if q_codec changes the query's shape.
-  query_status run(const float* q, double* p, float* o, workspace& ws) const {
-    const std::size_t n = tokens(), d = head_dim();
+  query_status run(const float* q, double* p, float* o, workspace& ws) const { return run_prefix(q, tokens(), p, o, ws); }
+  /// The same over the first `keys` tokens only (2 to tokens(); a causal query at
+  /// position keys - 1): p receives `keys` weights. Throws std::invalid_argument for
+  /// another key count.
+  query_status run_prefix(const float* q, std::size_t keys, double* p, float* o, workspace& ws) const {
+    detail::check_prefix("kvq::attention::storage_attention::run_prefix", keys, tokens());
+    const std::size_t n = keys, d = head_dim();
     float* qq = workspace::get(ws.q, d);
     for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
     if (opt_.hadamard) hadamard_rotate(qq, d);
@@ -253,7 +278,7 @@ class storage_attention {
     float* acc = workspace::get(ws.f1, pv_scratch(n, d));
     float* tmp = workspace::get(ws.f2, d);
     const query_status st =
-        storage_query(qq, detail::view(K_), detail::view(V_), scale_, opt_.bf16_math, p, o, s, acc, tmp,
+        storage_query(qq, detail::view_prefix(K_, n), detail::view_prefix(V_, n), scale_, opt_.bf16_math, p, o, s, acc, tmp,
                       detail::bias_ptr(opt_.bias));
     if (opt_.hadamard) hadamard_rotate(o, d);  // H/sqrt(d) is its own inverse
     return st;
@@ -427,7 +452,14 @@ class fa3_fp8_attention {
   /// q_descale: p receives the tokens() effective weights (doubles), o the head_dim()
   /// outputs (floats, rotated back).
   query_status run(const float* q, double* p, float* o, workspace& ws) const {
-    return run_with(q, p, o, ws, opt_.q_descale, cfg_);
+    return run_with(q, tokens(), p, o, ws, opt_.q_descale, cfg_);
+  }
+  /// The same over the first `keys` tokens only (2 to tokens(); a causal query at
+  /// position keys - 1): p receives `keys` weights; the KV blocks are those of the
+  /// prefix, its last one partial. Throws std::invalid_argument for another key count.
+  query_status run_prefix(const float* q, std::size_t keys, double* p, float* o, workspace& ws) const {
+    detail::check_prefix("kvq::attention::fa3_fp8_attention::run_prefix", keys, tokens());
+    return run_with(q, keys, p, o, ws, opt_.q_descale, cfg_);
   }
   /// The same with this query's own descale (per-block Q quantization: the descale of
   /// the block of query rows q belongs to, e.g. from block_descales<F>(Q, rows)).
@@ -443,13 +475,13 @@ class fa3_fp8_attention {
       for (std::size_t t = 0; t < b.size(); ++t) rb[t] = b[t];
       c.score_bias = rb;
     }
-    return run_with(q, p, o, ws, q_descale, c);
+    return run_with(q, tokens(), p, o, ws, q_descale, c);
   }
 
  private:
-  query_status run_with(const float* q, double* p, float* o, workspace& ws, float q_descale,
+  query_status run_with(const float* q, std::size_t n, double* p, float* o, workspace& ws, float q_descale,
                         const fa3_config& c) const {
-    const std::size_t n = tokens(), d = head_dim();
+    const std::size_t d = head_dim();
     float* qq = workspace::get(ws.q, d);
     for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
     if (opt_.hadamard) {
@@ -458,7 +490,7 @@ class fa3_fp8_attention {
     }
     for (std::size_t j = 0; j < d; ++j) qq[j] = kvq::decode<F>(kvq::encode<F>(qq[j] / q_descale));
     float* scratch = workspace::get(ws.f0, fa3_scratch(n, d, c.block_n));
-    const query_status st = fa3_query<F>(qq, detail::view(K_), detail::view(V_), c, p, o, scratch, exp2_);
+    const query_status st = fa3_query<F>(qq, detail::view_prefix(K_, n), detail::view_prefix(V_, n), c, p, o, scratch, exp2_);
     if (opt_.hadamard) {
       if (opt_.random_signs) signed_hadamard_unrotate(o, signs_.data(), d);
       else hadamard_rotate(o, d);

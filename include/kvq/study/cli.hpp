@@ -3,7 +3,8 @@
 /// standalone study program take it (parsed with CLI11):
 ///
 ///   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B] [--GRIDPARAM v1,v2,...] [--help]
-///   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]
+///   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]
+///                                       [--kv-treatments] [--non-causal]]
 ///
 /// With --shard I/N the run computes only shard I of the study's main phase and writes
 /// its partial result `DIR/<study>.shard-I-of-N.json` instead of the tables (shard.hpp,
@@ -79,18 +80,24 @@ inline const char* kv_options_help() {
   return "  --kv FILE      run on Q/K/V captured from a model instead of synthetic ones: a\n"
          "                 .safetensors or .npz with layers.{L}.q/k/v [heads, tokens, head_dim], or a\n"
          "                 .npy [3, heads, tokens, head_dim] (docs/kv-input.md). The context grid\n"
-         "                 becomes the captured token count, head_dim the captured one, and the\n"
-         "                 first min(queries, tokens) captured queries are used\n"
+         "                 becomes the captured token count, head_dim the captured one. By default\n"
+         "                 the queries are the model's own, the LAST min(queries, tokens - 1)\n"
+         "                 captured positions, attention is causal (a query at position p sees\n"
+         "                 keys 0..p) and no synthetic treatment is applied; the JSON's\n"
+         "                 setup.kv_input records query_rows, causal and treatments\n"
          "  --kv-layer L   layer to read (default 0)\n"
          "  --kv-head H    query head to read (default 0); its K/V head under GQA\n"
-         "  --kv-rope R    post (default) or pre: the q_pre_rope/k_pre_rope tensors\n";
+         "  --kv-rope R    post (default) or pre: the q_pre_rope/k_pre_rope tensors\n"
+         "  --kv-treatments  apply the study's synthetic treatments (see above) to the captured\n"
+         "                 head too; without it the treatment options are fixed at none\n"
+         "  --non-causal   every query attends to all captured keys\n";
 }
 
 /// `kvq study <name> --help`: grid options with defaults and allowed values, and every
 /// output column.
 inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
   std::string s = "usage: " + program + " " + d.name + " [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B]" +
-                  (d.kv.accepted ? " [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]]" : "") +
+                  (d.kv.accepted ? " [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre] [--kv-treatments] [--non-causal]]" : "") +
                   " [grid options]\n\n" +
                   d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
   for (const auto& p : d.params) {
@@ -201,6 +208,63 @@ inline void check_run_memory(const study_def& def, const config& cfg, const run_
   throw usage_error(buf);
 }
 
+/// The grid options a run on a captured head may not take: the context and head_dim
+/// (the captured tensors set them) and, without --kv-treatments, the study's treatment
+/// parameters (fixed at none). \throws usage_error naming the option.
+inline void check_kv_overrides(const study_def& def, const std::vector<std::pair<std::string, std::string>>& overrides,
+                               bool treatments) {
+  for (const auto& o : overrides) {
+    if (o.first == def.kv.contexts || o.first == def.kv.head_dim)
+      throw usage_error("--" + o.first + " cannot be combined with --kv (the captured tensors set it)");
+    if (!treatments)
+      for (const auto& t : def.kv.treatment_params)
+        if (o.first == t.first)
+          throw usage_error("--" + o.first + " sets a synthetic treatment; on a captured head (--kv) it needs "
+                            "--kv-treatments (without it --" + t.first + " is " + t.second + ")");
+  }
+}
+
+/// Reads the captured head of a --kv run. \throws usage_error with the file's problem.
+inline kv_head load_kv_input(const kv_request& r) {
+  try {
+    return load_kv_head(r);
+  } catch (const std::exception& e) {
+    throw usage_error(std::string("--kv: ") + e.what());
+  }
+}
+
+/// The grid of a run: resolve() of the overrides; on a captured head (kv non-null) its
+/// token count and head_dim set the context and head dimension, the query count is capped
+/// at tokens - 1 (the last positions are the queries, each with 2 keys or more), and
+/// without kv->request.treatments the treatment parameters take their none value.
+/// \throws usage_error for a grid the captured shape breaks, naming the file.
+inline config resolve_run_grid(const study_def& def, bool quick, std::uint64_t seed,
+                               std::vector<std::pair<std::string, std::string>> overrides, const kv_head* kv) {
+  if (!kv) return resolve(def, quick, seed, overrides);
+  overrides.emplace_back(def.kv.contexts, std::to_string(kv->tokens));
+  overrides.emplace_back(def.kv.head_dim, std::to_string(kv->head_dim));
+  if (!kv->request.treatments)
+    for (const auto& t : def.kv.treatment_params) overrides.push_back(t);
+  auto once = [&] {
+    try {
+      return resolve(def, quick, seed, overrides);
+    } catch (const usage_error& e) {
+      throw usage_error("--kv " + kv->request.path + " (" + std::to_string(kv->tokens) + " tokens, head_dim " +
+                        std::to_string(kv->head_dim) + "): " + e.what());
+    }
+  };
+  if (kv->tokens < 2)
+    throw usage_error("--kv " + kv->request.path + ": " + std::to_string(kv->tokens) +
+                      " captured token(s) (allowed: 2 or more; the last ones are the queries)");
+  config cfg = once();
+  if (cfg.integer(def.kv.queries) > static_cast<long long>(kv->tokens - 1)) {
+    overrides.emplace_back(def.kv.queries, std::to_string(kv->tokens - 1));
+    cfg = once();
+  }
+  if (def.kv.validate) def.kv.validate(cfg, *kv);
+  return cfg;
+}
+
 /// --kv-layer / --kv-head: a non-negative decimal integer below 2^31.
 inline std::size_t parse_kv_index(const std::string& opt, const std::string& v) {
   if (v.empty() || v.size() > 10 || v.find_first_not_of("0123456789") != std::string::npos || std::stoll(v) > 2147483647LL)
@@ -263,6 +327,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   app.allow_extras();
   bool help = false, quick = false, quiet = false;
   std::string out, threads, seed, shard, kv_file, kv_layer_text, kv_head_text, kv_rope_text;
+  bool kv_treatments = false, non_causal = false;
   app.add_flag("-h,--help", help);
   app.add_flag("--quick", quick);
   app.add_flag("--quiet", quiet);
@@ -284,6 +349,8 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   CLI::Option* o_kv_layer = app.add_option("--kv-layer", kv_layer_text);
   CLI::Option* o_kv_head = app.add_option("--kv-head", kv_head_text);
   CLI::Option* o_kv_rope = app.add_option("--kv-rope", kv_rope_text);
+  CLI::Option* o_kv_treatments = app.add_flag("--kv-treatments", kv_treatments);
+  CLI::Option* o_non_causal = app.add_flag("--non-causal", non_causal);
   for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard, o_max_memory, o_kv, o_kv_layer, o_kv_head, o_kv_rope})
     o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
@@ -333,11 +400,11 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
       else if (kv_rope_text == "pre") req.kv.rope = kv_rope::pre;
       else throw usage_error("--kv-rope: unknown value '" + kv_rope_text + "' (allowed: post, pre)");
     }
-    for (const auto& o : req.overrides)
-      if (o.first == def.kv.contexts || o.first == def.kv.head_dim)
-        throw usage_error("--" + o.first + " cannot be combined with --kv (the captured tensors set it)");
+    req.kv.treatments = kv_treatments;
+    req.kv.causal = !non_causal;
+    check_kv_overrides(def, req.overrides, req.kv.treatments);
   } else {
-    for (CLI::Option* o : {o_kv_layer, o_kv_head, o_kv_rope})
+    for (CLI::Option* o : {o_kv_layer, o_kv_head, o_kv_rope, o_kv_treatments, o_non_causal})
       if (o->count()) throw usage_error(o->get_name() + " needs --kv FILE");
   }
   return req;
@@ -442,30 +509,8 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
   // --kv: read the captured head first (every file problem is bad input, before any
   // output exists), then let its shapes set the context, head_dim and query count.
   kv_head kv;
-  std::vector<std::pair<std::string, std::string>> overrides = req.overrides;
-  if (req.kv_given) {
-    try {
-      kv = load_kv_head(req.kv);
-    } catch (const std::exception& e) {
-      throw usage_error(std::string("--kv: ") + e.what());
-    }
-    overrides.emplace_back(def.kv.contexts, std::to_string(kv.tokens));
-    overrides.emplace_back(def.kv.head_dim, std::to_string(kv.head_dim));
-  }
-  auto resolve_grid = [&] {
-    if (!req.kv_given) return resolve(def, req.quick, req.seed, overrides);
-    try {
-      return resolve(def, req.quick, req.seed, overrides);
-    } catch (const usage_error& e) {
-      throw usage_error("--kv " + req.kv.path + " (" + std::to_string(kv.tokens) + " tokens, head_dim " +
-                        std::to_string(kv.head_dim) + "): " + e.what());
-    }
-  };
-  config cfg = resolve_grid();
-  if (req.kv_given && cfg.integer(def.kv.queries) > static_cast<long long>(kv.tokens)) {
-    overrides.emplace_back(def.kv.queries, std::to_string(kv.tokens));
-    cfg = resolve_grid();
-  }
+  if (req.kv_given) kv = load_kv_input(req.kv);
+  const config cfg = resolve_run_grid(def, req.quick, req.seed, req.overrides, req.kv_given ? &kv : nullptr);
   check_run_memory(def, cfg, req);
   if (!req.out.empty()) check_out_dir(req.out);
 

@@ -42,6 +42,12 @@ struct kv_request {
   std::size_t layer = 0;         ///< Layer L.
   std::size_t head = 0;          ///< Query head H.
   kv_rope rope = kv_rope::post;  ///< RoPE variant of Q and K.
+  /// How a study uses the head (not how it is read): causal attention, a query at
+  /// captured position p seeing keys 0..p (false: --non-causal, every key).
+  bool causal = true;
+  /// The study's synthetic treatments (injected outliers, sinks, query zeroing) on top of
+  /// the captured head (--kv-treatments); false: the model's own Q/K/V as captured.
+  bool treatments = false;
 };
 
 /// One head of one layer: Q, K and V (tokens x head_dim each), as float.

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kvq/study/json.hpp>
@@ -21,12 +22,20 @@ struct kv_head;      // kvq/study/kv_file.hpp
 /// Whether a study takes captured Q/K/V (--kv FILE, docs/kv-input.md), and the grid
 /// parameters that the captured shapes replace: the context list becomes the captured
 /// token count, the head dimension the captured one, and the query count is capped at
-/// the token count.
+/// the token count minus one (the last captured positions are the queries).
 struct kv_input_params {
   bool accepted = false;              ///< The study takes --kv.
   std::string contexts = "contexts";  ///< Its context-length parameter.
   std::string head_dim = "head-dim";  ///< Its head-dimension parameter.
   std::string queries = "queries";    ///< Its query-count parameter.
+  /// The grid parameters that only set a synthetic treatment, each with the value that
+  /// means none (outliers: magnitudes 0). On a captured head without --kv-treatments they
+  /// are fixed at that value, and giving one is an error, so the grid recorded is the
+  /// one run.
+  std::vector<std::pair<std::string, std::string>> treatment_params;
+  /// Extra check of the resolved grid against the captured head (may throw usage_error);
+  /// may be empty. Runs before any output exists.
+  std::function<void(const config&, const kv_head&)> validate;
 };
 
 /// What a study gets to run: the resolved grid, the execution resources, and, in a

@@ -1,0 +1,110 @@
+// run_prefix(q, keys, ...): attention over the first `keys` tokens (causal attention of a
+// query at position keys - 1), on K/V prepared once for all n tokens. Where the
+// preparation is row-local (no codec, fp32 or bf16 math, a Hadamard rotation, FP8 with a
+// per-tensor descale of 1, per-key biases), a path built on the first `keys` rows alone
+// must give the same bits; a prefix shorter than 2 or longer than n is refused.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include <kvq/attention.hpp>
+#include <kvq/inject.hpp>
+
+using namespace kvq::attention;
+using kvq::matrix_f;
+
+namespace {
+
+kvq::inject::qkv make(std::size_t n, std::size_t d, std::size_t nq) {
+  kvq::inject::qkv_config c;
+  c.tokens = n;
+  c.head_dim = d;
+  c.queries = nq;
+  c.seed = 19;
+  return kvq::inject::generate_qkv(c);
+}
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+matrix_f top(const matrix_f& m, std::size_t rows) { return m.topRows(static_cast<Eigen::Index>(rows)); }
+
+// Runs path `full` with run_prefix(keys) and `cut` (built on the first keys rows) with
+// run(), for every query, and compares weights and outputs bit for bit.
+template <class Path, class Out>
+void check_same(const Path& full, const Path& cut, const matrix_f& Q, std::size_t keys, std::size_t d) {
+  workspace w1, w2;
+  for (Eigen::Index r = 0; r < Q.rows(); ++r) {
+    std::vector<double> p1(keys), p2(keys);
+    std::vector<Out> o1(d), o2(d);
+    full.run_prefix(&Q(r, 0), keys, p1.data(), o1.data(), w1);
+    cut.run(&Q(r, 0), p2.data(), o2.data(), w2);
+    CHECK(same_bits(p1, p2));
+    CHECK(same_bits(o1, o2));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("run_prefix equals the path built on the prefix", "[attention][prefix]") {
+  const std::size_t n = 80, d = 32;
+  const auto x = make(n, d, 3);
+  const matrix_f &Q = x.q[0], &K = x.k[0], &V = x.v[0];
+  std::vector<float> bias(n);
+  for (std::size_t t = 0; t < n; ++t) bias[t] = static_cast<float>(t % 7) * 0.25f - 0.5f;
+  for (std::size_t keys : {std::size_t{2}, std::size_t{37}, std::size_t{64}, n}) {
+    INFO("keys " << keys);
+    check_same<reference_attention, double>(reference_attention(K, V), reference_attention(top(K, keys), top(V, keys)),
+                                            Q, keys, d);
+    check_same<reference_attention, double>(
+        reference_attention(K, V, bias),
+        reference_attention(top(K, keys), top(V, keys), std::vector<float>(bias.begin(), bias.begin() + keys)), Q,
+        keys, d);
+    for (int mode = 0; mode < 3; ++mode) {
+      storage_options so;
+      so.bf16_math = mode == 1;
+      so.hadamard = mode == 2;
+      check_same<storage_attention, float>(storage_attention(K, V, so), storage_attention(top(K, keys), top(V, keys), so),
+                                           Q, keys, d);
+    }
+    for (bool reverse : {false, true}) {
+      fa3_options fo;
+      fo.block_n = 16;  // 37 keys: a partial last block
+      fo.reverse = reverse;
+      check_same<fa3_fp8_attention<>, float>(fa3_fp8_attention<>(K, V, fo),
+                                             fa3_fp8_attention<>(top(K, keys), top(V, keys), fo), Q, keys, d);
+    }
+  }
+}
+
+TEST_CASE("run_prefix differs from run when keys are left out", "[attention][prefix]") {
+  const auto x = make(40, 16, 1);
+  const reference_attention ref(x.k[0], x.v[0]);
+  workspace ws;
+  std::vector<double> p(40), o1(16), o2(16);
+  ref.run(x.q[0].data(), p.data(), o1.data(), ws);
+  ref.run_prefix(x.q[0].data(), 20, p.data(), o2.data(), ws);
+  CHECK_FALSE(same_bits(o1, o2));
+}
+
+TEST_CASE("run_prefix refuses a prefix of fewer than 2 or more than n keys", "[attention][prefix]") {
+  const auto x = make(10, 8, 1);
+  const reference_attention ref(x.k[0], x.v[0]);
+  const storage_attention st(x.k[0], x.v[0], storage_options{});
+  const fa3_fp8_attention<> fa(x.k[0], x.v[0], fa3_options{});
+  workspace ws;
+  std::vector<double> p(11), od(8);
+  std::vector<float> of(8);
+  for (std::size_t keys : {std::size_t{0}, std::size_t{1}, std::size_t{11}}) {
+    CHECK_THROWS_AS(ref.run_prefix(x.q[0].data(), keys, p.data(), od.data(), ws), std::invalid_argument);
+    CHECK_THROWS_AS(st.run_prefix(x.q[0].data(), keys, p.data(), of.data(), ws), std::invalid_argument);
+    CHECK_THROWS_AS(fa.run_prefix(x.q[0].data(), keys, p.data(), of.data(), ws), std::invalid_argument);
+  }
+  CHECK_THROWS_WITH(ref.run_prefix(x.q[0].data(), 1, p.data(), od.data(), ws),
+                    Catch::Contains("prefix of 1 keys (allowed: 2 to the 10 tokens)"));
+}
