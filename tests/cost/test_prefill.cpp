@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include <kvq/cost.hpp>
 
@@ -28,6 +29,22 @@ TEST_CASE("cost: SmolLM2-135M shape and parameter counts", "[cost][shape]") {
   CHECK(g.mlp_params_stored() == 3.0 * 4096 * 129 * 1408);
   CHECK_THROWS_AS(find_shape("gpt5"), std::invalid_argument);
   CHECK_THROWS_AS(find_gpu("tpu"), std::invalid_argument);
+}
+
+TEST_CASE("cost: every GPU constant is positive, sourced, and FP8 doubles BF16", "[cost][gpu]") {
+  for (const gpu_spec& g : gpus()) {
+    INFO(g.key);
+    CHECK(std::string(g.source).size() > 20);
+    CHECK(g.hbm_gbps > 0);
+    CHECK(g.bf16_tflops > 0);
+    CHECK(g.fp32_tflops > 0);
+    CHECK(g.sfu_gops > 0);
+    // Every datasheet here gives FP8 at twice BF16 and FP4 at twice FP8 where they exist.
+    if (g.fp8_tflops > 0) CHECK(g.fp8_tflops == Approx(2 * g.bf16_tflops).epsilon(0.01));
+    if (g.fp4_tflops > 0) CHECK(g.fp4_tflops == Approx(2 * g.fp8_tflops).epsilon(0.01));
+  }
+  // A100: 108 SMs x 16 SFUs x 1.41 GHz.
+  CHECK(find_gpu("a100").sfu_gops == Approx(2436.48));
 }
 
 TEST_CASE("cost: bytes the store writes equal the hand count", "[cost][store]") {
@@ -115,7 +132,7 @@ TEST_CASE("cost: shapes of the overhead in L", "[cost][overhead]") {
   }
   // The limit is the attention ratio: conversions over MMA + exponentials.
   const double Lb = 16777216.0;
-  const double mma = 2.0 * Lb * Lb * 32 * 128 / (989.4e12 * c.eta_tensor);
+  const double mma = 2.0 * Lb * Lb * 32 * 128 / (989.5e12 * c.eta_tensor);
   const double ex = 0.5 * Lb * Lb * 32 / (132 * 16 * 1.98e9);
   const double conv = 32.0 * (Lb / 128) * (Lb / 2) * 256 * fp8.dequant_ops * c.dequant_slots / (66.9e12 / 2);
   CHECK(lim == Approx(conv / (mma + ex)).epsilon(1e-6));

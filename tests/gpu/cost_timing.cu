@@ -130,9 +130,10 @@ int main() {
   KVQ_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
   int clock_khz = 0;
   KVQ_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
-  // Issue slots per second: 128 FP32 lanes per SM (sm_80 has 64; the model's alu rate is
-  // the datasheet's FP32 flops / 2, compare with that).
-  const double slots_per_s = static_cast<double>(p.multiProcessorCount) * 128.0 * clock_khz * 1e3;
+  // Issue slots per second as the model counts them (the datasheet's FP32 flops / 2): FP32
+  // lanes per SM x SMs x clock; 64 lanes on sm_80 (A100), 128 on sm_86 and later.
+  const double lanes = (p.major == 8 && p.minor == 0) ? 64.0 : 128.0;
+  const double slots_per_s = static_cast<double>(p.multiProcessorCount) * lanes * clock_khz * 1e3;
   std::printf("device %s (sm_%d%d), %d SMs, %.0f MHz\n", p.name, p.major, p.minor, p.multiProcessorCount,
               clock_khz / 1e3);
   std::printf("launch_us %.2f (empty kernel, CUDA events, no graph)\n", 1e3 * timed([] { empty_kernel<<<1, 32>>>(); }, 100));

@@ -44,11 +44,11 @@ inline const std::vector<gpu_spec>& gpus() {
        "NVIDIA A100 Tensor Core GPU datasheet (80GB SXM: 2039 GB/s, BF16 312 TFLOPS dense, FP32 19.5 "
        "TFLOPS); NVIDIA A100 Tensor Core GPU Architecture whitepaper (108 SMs, 1410 MHz boost); no FP8/FP4 "
        "tensor cores"},
-      {"h100", "H100 SXM5 80GB", 3350.0, 989.4, 1978.9, 0.0, 66.9, 132 * 16 * 1.980, 3.0,
+      {"h100", "H100 SXM5 80GB", 3350.0, 989.5, 1979.0, 0.0, 66.9, 132 * 16 * 1.980, 3.0,
        "NVIDIA H100 Tensor Core GPU datasheet (SXM: 3.35 TB/s, BF16 1979 / FP8 3958 TFLOPS with sparsity, "
        "halved; FP32 67 TFLOPS); NVIDIA H100 Tensor Core GPU Architecture whitepaper (132 SMs; 1980 MHz max "
        "boost); no FP4 tensor cores"},
-      {"h200", "H200 SXM 141GB", 4800.0, 989.4, 1978.9, 0.0, 66.9, 132 * 16 * 1.980, 3.0,
+      {"h200", "H200 SXM 141GB", 4800.0, 989.5, 1979.0, 0.0, 66.9, 132 * 16 * 1.980, 3.0,
        "NVIDIA H200 Tensor Core GPU datasheet (SXM: 4.8 TB/s; compute as H100 SXM); SFU as H100"},
       {"b200", "B200 (HGX B200, per GPU)", 8000.0, 2250.0, 4500.0, 9000.0, 75.0, 148 * 16 * 1.965, 3.0,
        "NVIDIA HGX B200 datasheet, per GPU (8 TB/s; BF16 4.5 / FP8 9 / FP4 18 PFLOPS with sparsity, "
