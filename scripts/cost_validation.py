@@ -3,8 +3,9 @@
 numbers in docs/results/cost/published.csv: for each row, what `kvq cost` predicts for the
 same configuration, the residual, and whether the prediction lies in the validation band.
 
-Usage: cost_validation.py [--kvq PATH] [--markdown]
-PATH defaults to build/dev/kvq. Standard library only; any Python 3 (docs/cost.md uses
+Usage: cost_validation.py [--kvq PATH] [--markdown | --check PAGE]
+PATH defaults to build/dev/kvq. --check PAGE exits 1 unless every row of the Markdown table
+appears in PAGE as printed (docs/cost.md), so the page cannot drift from the data. Standard library only; any Python 3 (docs/cost.md uses
 /usr/bin/python3).
 
 Bands: a time, ratio or coefficient validates when it lies within 15 % of the published
@@ -58,6 +59,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kvq", default=str(REPO / "build" / "dev" / "kvq"))
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--check", metavar="PAGE")
     args = ap.parse_args()
     rows = list(csv.DictReader(open(DATA / "published.csv", newline="", encoding="utf-8")))
     out = []
@@ -78,6 +80,13 @@ def main():
         out.append([r["id"], r["role"], r["source"], config, r["metric"], f"{pub:g}" if isinstance(pub, float) else pub,
                     f"{p:.4g}", res_s, verdict])
     head = ["id", "role", "source", "configuration", "metric", "published", "predicted", "residual", "verdict"]
+    if args.check:
+        page = pathlib.Path(args.check).read_text(encoding="utf-8").splitlines()
+        missing = ["| " + " | ".join(o) + " |" for o in out if "| " + " | ".join(o) + " |" not in page]
+        for m in missing:
+            print(f"{args.check}: row not in the page: {m}")
+        if missing:
+            return 1
     if args.markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
