@@ -150,7 +150,6 @@ int cmd_cost(const std::vector<std::string>& args) {
     Ls.push_back(static_cast<std::size_t>(x));
   }
   const cost::calibration& cal = cost::default_calibration();
-  const cost::scheme_cost bf16 = cost::describe_scheme("bf16", m.head_dim);
   // Every row is computed before anything is printed, so bad input prints nothing.
   table t;
   t.title = "Prefill time: " + m.key + " on " + g->name + ", " + s.name + " (" + cost::to_string(d) + " store, " +
@@ -178,7 +177,6 @@ int cmd_cost(const std::vector<std::string>& args) {
   } catch (const std::invalid_argument& e) {
     throw usage_error(std::string("cost: ") + e.what());
   }
-  (void)bf16;
   if (csv) {
     std::fputs(kvq::study::to_csv(t).c_str(), stdout);
     return 0;

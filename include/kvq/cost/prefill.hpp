@@ -70,7 +70,7 @@ struct calibration {
 struct scheme_cost {
   std::string name;             ///< registry name
   kv::kv_format format;         ///< storage format
-  bool sixteen_bit = false;     ///< bf16 / fp16 / fp32 storage: no conversion on read
+  bool high_precision = false;  ///< bf16 / fp16 / fp32 storage (kv::hp_format): no dequantize counted
   double bits = 16.0;           ///< stored bits per value (kv::bits_per_value)
   double dequant_ops = 0.0;     ///< structural instructions to turn one stored value into BF16
   double quant_ops = 0.0;       ///< structural instructions to quantize one value on store
@@ -82,8 +82,8 @@ struct scheme_cost {
 /// permute that moves 8-bit fragments into the 16-bit MMA layout (prmt: 0.5), unpacking
 /// two sub-byte codes from a byte (lop3/shift: 0.5), applying a block scale to two values
 /// (hmul2: 0.5) plus decoding one scale per block (1 / block). 16-bit storage: 0.
-inline double dequant_ops(bool sixteen_bit, double bits, std::size_t block, std::size_t head_dim) {
-  if (sixteen_bit) return 0.0;
+inline double dequant_ops(bool high_precision, double bits, std::size_t block, std::size_t head_dim) {
+  if (high_precision) return 0.0;
   double ops = 0.5 + 0.5;
   if (bits < 7.0) ops += 0.5;  // codes of fewer than 8 bits share a byte
   if (block != 1) ops += 0.5 + 1.0 / static_cast<double>(block == 0 ? head_dim : block);
@@ -92,8 +92,8 @@ inline double dequant_ops(bool sixteen_bit, double bits, std::size_t block, std:
 /// Structural quantize instructions per value: scale multiply and paired cast (1.5), and
 /// for block scales one max per value plus ~8 ops per block for the scale (amax reduction
 /// steps, reciprocal, scale encode).
-inline double quant_ops(bool sixteen_bit, std::size_t block, std::size_t head_dim) {
-  if (sixteen_bit) return 0.0;
+inline double quant_ops(bool high_precision, std::size_t block, std::size_t head_dim) {
+  if (high_precision) return 0.0;
   double ops = 1.5;
   if (block != 1) ops += 1.0 + 8.0 / static_cast<double>(block == 0 ? head_dim : block);
   return ops;
@@ -108,11 +108,11 @@ inline scheme_cost describe_scheme(const std::string& name, std::size_t head_dim
   scheme_cost c;
   c.name = s->name;
   c.format = *s->format;
-  c.sixteen_bit = std::holds_alternative<kv::hp_format>(c.format);
+  c.high_precision = std::holds_alternative<kv::hp_format>(c.format);
   c.bits = kv::bits_per_value(c.format, head_dim, {}, s->name);
-  c.dequant_ops = dequant_ops(c.sixteen_bit, c.bits, s->block, head_dim);
-  c.quant_ops = quant_ops(c.sixteen_bit, s->block, head_dim);
-  c.fp8_codes = !c.sixteen_bit && (s->name.rfind("fp8", 0) == 0 || s->name.rfind("mxfp8", 0) == 0);
+  c.dequant_ops = dequant_ops(c.high_precision, c.bits, s->block, head_dim);
+  c.quant_ops = quant_ops(c.high_precision, s->block, head_dim);
+  c.fp8_codes = !c.high_precision && (s->name.rfind("fp8", 0) == 0 || s->name.rfind("mxfp8", 0) == 0);
   return c;
 }
 
@@ -153,7 +153,7 @@ struct prefill_times {
 /// Attention kernel time of one layer, seconds.
 inline double attention_time(const gpu_spec& g, const model_shape& m, const scheme_cost& s, read_path r, double L,
                              const calibration& cal, bool causal = true) {
-  const bool quantized_read = !s.sixteen_bit && r != read_path::fresh;
+  const bool quantized_read = !s.high_precision && r != read_path::fresh;
   const bool mma8 = quantized_read && r == read_path::fp8_mma;
   const double peak = (mma8 ? g.fp8_tflops : g.bf16_tflops) * 1e12 * cal.eta_tensor;
   const double scores = (causal ? 0.5 : 1.0) * L * L * static_cast<double>(m.q_heads);
@@ -175,7 +175,7 @@ inline double store_time(const gpu_spec& g, const model_shape& m, const scheme_c
   const double values = 2.0 * static_cast<double>(L * m.kv_heads * m.head_dim);
   const double stored = cache_bytes(m, s, L);
   const double quant_s = values * s.quant_ops / g.alu_per_s();
-  if (s.sixteen_bit || d == store_design::fused) return kernel_time(quant_s, values * 2.0 + stored, g);
+  if (s.high_precision || d == store_design::fused) return kernel_time(quant_s, values * 2.0 + stored, g);
   // Unfused: per K and V a scale/clamp pass (16-bit in and out) and a cast pass (16-bit
   // in, stored format out), then the store copies the stored bytes into the cache.
   const double half = values / 2.0;
@@ -190,7 +190,7 @@ inline prefill_times prefill(const gpu_spec& g, const model_shape& m, const sche
                              std::size_t L, const calibration& cal, bool causal = true) {
   m.check();
   if (L == 0) throw std::invalid_argument("prefill length 0");
-  if (r == read_path::fp8_mma && !s.sixteen_bit) {
+  if (r == read_path::fp8_mma && !s.high_precision) {
     if (g.fp8_tflops <= 0) throw std::invalid_argument(std::string(g.key) + " has no FP8 tensor cores (read fp8-mma)");
     if (!s.fp8_codes) throw std::invalid_argument("scheme " + s.name + " does not store FP8 codes (read fp8-mma)");
   }
@@ -202,7 +202,7 @@ inline prefill_times prefill(const gpu_spec& g, const model_shape& m, const sche
   p.layer.linear = kernel_time(flops / (g.bf16_tflops * 1e12 * cal.eta_tensor), weights, g, 4.0);
   p.layer.attention = attention_time(g, m, s, r, Ld, cal, causal);
   p.layer.store = store_time(g, m, s, d, L);
-  if (r == read_path::fp8_mma && !s.sixteen_bit && d == store_design::unfused)
+  if (r == read_path::fp8_mma && !s.high_precision && d == store_design::unfused)
     p.layer.q_quant = kernel_time(0.0, Ld * static_cast<double>(m.q_heads * m.head_dim) * 3.0, g);
   const double head = static_cast<double>(m.hidden) * static_cast<double>(m.vocab);
   p.lm_head = kernel_time(2.0 * head / (g.bf16_tflops * 1e12 * cal.eta_tensor), 2.0 * head, g);
