@@ -38,6 +38,7 @@ struct gpu_spec {
 //
 // SFU rates: 16 SFUs per SM (4 per SM sub-partition, every architecture whitepaper since
 // Volta) x SMs x boost clock.
+/// Every GPU the model knows, with the source of each number.
 inline const std::vector<gpu_spec>& gpus() {
   static const std::vector<gpu_spec> table = {
       {"a100", "A100 SXM4 80GB", 2039.0, 312.0, 0.0, 0.0, 19.5, 108 * 16 * 1.410, 3.0,

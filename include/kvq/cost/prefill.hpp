@@ -54,7 +54,9 @@ enum class read_path {
   fresh,    ///< attend to the fresh 16-bit K/V, quantize only on store (16-bit prefill, low-bit decode)
 };
 
+/// The command-line name of a store design.
 inline const char* to_string(store_design d) { return d == store_design::fused ? "fused" : "unfused"; }
+/// The command-line name of a read path.
 inline const char* to_string(read_path r) {
   return r == read_path::dequant ? "dequant" : r == read_path::fp8_mma ? "fp8-mma" : "fresh";
 }
@@ -139,14 +141,19 @@ inline double cache_bytes(const model_shape& m, const scheme_cost& s, std::size_
 
 /// Times of one layer's kernels and of the whole prefill, seconds.
 struct layer_times {
-  double linear = 0, attention = 0, store = 0, q_quant = 0;
+  double linear = 0;     ///< QKV, O and MLP GEMMs
+  double attention = 0;  ///< the attention kernel
+  double store = 0;      ///< writing K and V to the cache (all its kernels)
+  double q_quant = 0;    ///< quantizing Q (FP8 MMA read, unfused design)
+  /// Sum of the four.
   double total() const { return linear + attention + store + q_quant; }
 };
 /// One prefill: per layer times, the LM head, the total.
 struct prefill_times {
-  layer_times layer;
-  double lm_head = 0;
-  std::size_t layers = 0;
+  layer_times layer;       ///< one layer (every layer is the same)
+  double lm_head = 0;      ///< the LM head for the last token
+  std::size_t layers = 0;  ///< number of layers
+  /// layers x one layer + LM head.
   double total() const { return static_cast<double>(layers) * layer.total() + lm_head; }
 };
 
