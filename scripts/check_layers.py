@@ -12,7 +12,7 @@ import re
 import sys
 
 # Lowest first. config.hpp is the root every layer may include.
-LAYERS = ["core", "format", "mma", "block", "kv", "inject", "attention", "compact",
+LAYERS = ["core", "format", "mma", "block", "kv", "cost", "inject", "attention", "compact",
           "metrics", "verify", "device", "study"]
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ROOT = REPO / "include" / "kvq"

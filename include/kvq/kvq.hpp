@@ -9,6 +9,7 @@
 #include <kvq/mma.hpp>
 #include <kvq/block.hpp>
 #include <kvq/kv.hpp>
+#include <kvq/cost.hpp>
 #include <kvq/inject.hpp>
 #include <kvq/attention.hpp>
 #include <kvq/compact.hpp>

@@ -43,6 +43,7 @@ std::string main_help() {
          "  study <name>   run a study (" + names + "); `kvq study --help`\n"
          "  formats        the number formats kvq emulates, from the format traits\n"
          "  memory         KV-cache bytes per token and the largest context/batch that fits, per scheme\n"
+         "  cost           prefill time (TTFT) with a quantized KV cache vs bf16, from a roofline model\n"
          "  verify         compare dumped .npy tensors from a GPU kernel with the emulator, bit for bit\n"
          "  mma            tensor-core inner products d = a.b + c as a given GPU computes them\n"
          "\n"
@@ -173,8 +174,9 @@ static int run_command(int argc, char** argv) {
         if (sub == "study") return cmd_study({"--help"}, command_line);
         if (sub == "formats") return kvq::cli::cmd_formats({"--help"});
         if (sub == "memory") return kvq::cli::cmd_memory({"--help"});
+        if (sub == "cost") return kvq::cli::cmd_cost({"--help"});
         if (sub == "verify") return kvq::cli::cmd_verify({"--help"}, argv[0]);
-        throw usage_error("help: unknown command '" + sub + "' (allowed: study, formats, memory, verify)");
+        throw usage_error("help: unknown command '" + sub + "' (allowed: study, formats, memory, cost, verify)");
       }
       std::fputs(main_help().c_str(), stdout);
       return 0;
@@ -186,9 +188,10 @@ static int run_command(int argc, char** argv) {
     if (cmd == "study") return cmd_study(rest, command_line);
     if (cmd == "formats") return kvq::cli::cmd_formats(rest);
     if (cmd == "memory") return kvq::cli::cmd_memory(rest);
+    if (cmd == "cost") return kvq::cli::cmd_cost(rest);
     if (cmd == "verify") return kvq::cli::cmd_verify(rest, argv[0]);
     if (cmd == "mma") return kvq::cli::cmd_mma(rest);
-    throw usage_error("unknown command '" + cmd + "' (allowed: study, formats, memory, verify, mma; see kvq --help)");
+    throw usage_error("unknown command '" + cmd + "' (allowed: study, formats, memory, cost, verify, mma; see kvq --help)");
   } catch (const usage_error& e) {
     std::fprintf(stderr, "kvq: %s\n", e.what());
     return 2;

@@ -93,6 +93,10 @@ inline int cmd_formats(const std::vector<std::string>& args) {
 int cmd_memory(const std::vector<std::string>& args);
 
 // ---------------------------------------------------------------------------
+// kvq cost — prefill time with a quantized KV cache (cost.cpp, kvq/cost/prefill.hpp).
+int cmd_cost(const std::vector<std::string>& args);
+
+// ---------------------------------------------------------------------------
 // kvq verify — the npy verifier of the verify layer.
 int cmd_verify(const std::vector<std::string>& args, const char* argv0);
 
