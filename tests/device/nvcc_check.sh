@@ -10,7 +10,8 @@
 #      only), then ptxas -> cubin (validates the PTX); grep for the expected cvt forms.
 #   1b. tests/gpu/instr_capture.cu -> PTX + ptxas for each target; grep for the
 #      approximate instructions it captures; an object for sm_90 (host side).
-#   2. tests/gpu/main.cu -> object for sm_90 (the host side of the driver); tests/gpu/mma.cu
+#   2. tests/gpu/main.cu and tests/gpu/cost_timing.cu -> objects for sm_90 (the host side
+#      of the driver; the cost model's timing harness); tests/gpu/mma.cu
 #      -> PTX for sm_89 and sm_90 (the tensor-core mma.sync forms must be present).
 #   3. with --full: the Thrust CUDA test units (thrust_*.cu) -> objects for sm_90
 #      (slow: several CPU-minutes).
@@ -101,6 +102,8 @@ for arch in sm_89 sm_90 sm_100a; do
 done
 step "instr_capture.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -arch=sm_90 -c "$SRC/tests/gpu/instr_capture.cu" -o "$WORK/instr_capture.o" || true
 step "main.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -arch=sm_90 -c "$SRC/tests/gpu/main.cu" -o "$WORK/main.o" || true
+# The prefill cost model's timing harness (docs/cost.md): host and device code for sm_90.
+step "cost_timing.cu -> sm_90 object" "$NVCC" "${FLAGS[@]}" -arch=sm_90 -c "$SRC/tests/gpu/cost_timing.cu" -o "$WORK/cost_timing.o" || true
 # Tensor-core inner products (tests/gpu/mma.cu): the mma.sync forms the replay uses.
 for arch in sm_89 sm_90; do
   if step "mma.cu -> $arch ptx" "$NVCC" "${FLAGS[@]}" -arch="$arch" -ptx "$SRC/tests/gpu/mma.cu" -o "$WORK/mma.$arch.ptx"; then
