@@ -29,8 +29,8 @@ namespace attention {
 
 /// One accumulation path: tensor_core false is ideal_fp32; promote 0 is never.
 struct fa3_path {
-  bool tensor_core = false;
-  std::size_t promote = 0;
+  bool tensor_core = false;  ///< false: ideal_fp32; true: the sm_90 fp8 tensor-core model
+  std::size_t promote = 0;   ///< P.V promoted to fp32 every `promote` steps of 32 tokens (0: never)
 };
 
 /// Parses a path name (the list above) into p; false for anything else (p unchanged).
