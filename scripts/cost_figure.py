@@ -4,8 +4,9 @@ over a bf16 one, against the prefill length, from `kvq cost --csv` (kvq/cost/pre
 for SmolLM2-135M, Llama-3.1-8B and the GLM-like MoE on B200 (the SM100 of issue #24),
 one line per kernel design.
 
-Usage: /usr/bin/python3 scripts/cost_figure.py [--kvq PATH] [--gpu G]
-Needs matplotlib (Debian's python3-matplotlib). PATH defaults to build/dev/kvq."""
+Usage: /usr/bin/python3 scripts/cost_figure.py [--kvq PATH] [--gpu G] [--out DIR]
+Needs matplotlib (Debian's python3-matplotlib). PATH defaults to build/dev/kvq, DIR to
+docs/figures. The test cost_figure draws it into a scratch directory."""
 import argparse
 import csv
 import pathlib
@@ -39,7 +40,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--kvq", default=str(REPO / "build" / "dev" / "kvq"))
     ap.add_argument("--gpu", default="b200")
+    ap.add_argument("--out", default=str(REPO / "docs" / "figures"))
     args = ap.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(MODELS), figsize=(15, 4.6), sharey=True)
     styles = ["-o", "--s", "-^", "-D", ":v"]
     for ax, model in zip(axes, MODELS):
@@ -56,8 +60,8 @@ def main():
     fig.suptitle(f"Modelled TTFT overhead of a quantized KV cache on {args.gpu} (kvq cost, docs/cost.md)")
     fig.tight_layout()
     for ext in ("svg", "png"):
-        fig.savefig(REPO / "docs" / "figures" / f"cost_overhead.{ext}", dpi=110, metadata={"Date": None} if ext == "svg" else None)
-    print("wrote docs/figures/cost_overhead.svg and .png")
+        fig.savefig(out / f"cost_overhead.{ext}", dpi=110, metadata={"Date": None} if ext == "svg" else None)
+    print(f"wrote {out / 'cost_overhead.svg'} and .png")
 
 
 if __name__ == "__main__":
