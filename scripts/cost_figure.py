@@ -15,6 +15,7 @@ import subprocess
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.hashsalt"] = "kvq-cost"  # fixed SVG ids: the same file on every run
 import matplotlib.pyplot as plt  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
