@@ -27,8 +27,9 @@ done
 # last two for the study engine kvq::study, the kvq command and the examples.
 # OpenMPI for kvq-mpi and its mpirun test (optional for the library: built where found).
 # Doxygen for the API reference (test stage docs). GNU time for bench/bench_studies.sh.
+# Debian's python3 with matplotlib for the test that draws the cost figure (cost_figure).
 packages=(cmake g++ libeigen3-dev libboost-dev catch2 libtbb-dev libbenchmark-dev zlib1g-dev libcli11-dev
-          nlohmann-json3-dev libopenmpi-dev openmpi-bin doxygen time)
+          nlohmann-json3-dev libopenmpi-dev openmpi-bin doxygen time python3 python3-matplotlib)
 if (( want_notebooks )); then
   # jupyter-nbconvert provides `jupyter nbconvert --execute`; python3-ipykernel the kernel.
   packages+=(python3 python3-numpy python3-matplotlib python3-nbconvert python3-nbclient
