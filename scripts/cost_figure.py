@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws docs/figures/cost_overhead.svg and .png: the TTFT overhead of a quantized KV cache
 over a bf16 one, against the prefill length, from `kvq cost --csv` (kvq/cost/prefill.hpp),
-for SmolLM2-135M, Llama-3.1-8B and the GLM-like MoE on B200 (the SM100 of issue #24),
+for SmolLM2-135M, Llama-3.1-8B and the GLM-like MoE on B200 (SM100, where the 7-11 % were reported),
 one line per kernel design.
 
 Usage: /usr/bin/python3 scripts/cost_figure.py [--kvq PATH] [--gpu G] [--out DIR]

@@ -525,8 +525,8 @@ def _kl_rows(p_log, q_log) -> float:
 def run_compounding(contexts=None, paths=None, steps: Optional[int] = None, quick: bool = False,
                     out: Optional[str] = None, threads: Optional[int] = None, log=None,
                     loaded=None) -> Dict[str, Any]:
-    """FlashAttention-3's FP8 arithmetic in every layer of the decode step (issue: do
-    per-layer accumulation errors compound into changed tokens?). For each context L:
+    """FlashAttention-3's FP8 arithmetic in every layer of the decode step: do per-layer
+    accumulation errors compound into changed tokens? For each context L:
     the first L corpus tokens are prefilled with the cache scheme fp8_e4m3 (torch
     attention on the decoded cache), then ``steps`` teacher-forced decode steps (the
     corpus's next tokens) are taken; at each step the same cache state is decoded once
