@@ -115,3 +115,21 @@ def test_studies_listing():
 def test_bad_input(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("name", ["sinks", "citations", "policy", "rotation", "accumulation", "compaction"])
+def test_every_study_matches_the_command(tmp_path, name):
+    # The kvq command is built with KVQ_TOOLS_ARCH_FLAGS (-march=native by default), this
+    # module portably (no arch flags): the same quick grid must give the same CSV bytes,
+    # so the flags change the speed only (outliers: the test above).
+    exe = kvq_command()
+    if exe is None:
+        pytest.skip("the kvq command is not built (set KVQ_BIN or build the kvq_cli target)")
+    out = tmp_path / "cli"
+    subprocess.run([exe, "study", name, "--quick", "--threads", "2", "--out", str(out)], check=True,
+                   capture_output=True)
+    r = kvq.run_study(name, quick=True, threads=2)
+    files = sorted(p.name for p in out.glob("*.csv"))
+    assert files == sorted(stem + ".csv" for stem in r["tables"])
+    for stem, columns in r["tables"].items():
+        assert csv_text(columns) == (out / f"{stem}.csv").read_text(), stem
