@@ -519,6 +519,9 @@ TEST_CASE("instr registry: names, uncaptured fallback, registration", "[instr]")
   CHECK(fbits(gpu_approx<sm90>::div(2.0f, x5)) == fbits(2.0f * ffrom(fbits(1.0f / x5) - 1)));
   CHECK(recipe_verified<kvq::block::nvfp4_vllm<gpu_approx<sm90>>>());
   CHECK_FALSE(recipe_verified<kvq::block::nvfp4_vllm<gpu_approx<sm100>>>());
+  // the Triton per-token-head store divides (div.full.f32, an inferred model): a captured
+  // rcp table does not make it verified
+  CHECK_FALSE(recipe_verified<kvq::block::per_token_head<kvq::fmt::e4m3, gpu_approx<sm90>>>());
   unregister_table("rcp_approx_ftz_f32_sm90");
   CHECK_FALSE(m.captured());
   // a directory of committed tables

@@ -152,6 +152,10 @@ struct per_token_head {
   static constexpr tensor_kind tensor = tensor_kind::none;
   /// Whether kvq reproduces the reference kernel bit for bit with IEEE operations today.
   static constexpr exactness exact = exactness::needs_instruction_model;
+  /// The recipe divides through its instruction model (Instr::div: div.full.f32 for a
+  /// GPU policy), so its results are verified only with a verified division model
+  /// (kvq::instr::recipe_verified).
+  static constexpr bool divides = true;
   /// NaN rule of the tensor amax from which the tensor value is calibrated.
   static constexpr amax_nan tensor_amax_rule = amax_nan::ignore;
   /// Recipe name, unique per recipe type (tables, reports, kv::format_name).

@@ -345,8 +345,15 @@ struct gpu_approx {
   }
   /// fma(a, b, c), one rounding (nvcc's default contraction).
   KVQ_HD static float mad(float a, float b, float c) noexcept { return ::fmaf(a, b, c); }
-  /// Host: true when the models this policy uses are captured (div: inferred over a captured rcp).
+  /// Host: true when the rcp model of Arch is captured (what a recipe that only takes
+  /// reciprocals needs).
   static bool verified() { return model_of(instruction::rcp_approx_ftz_f32, Arch::index).captured(); }
+  /// Host: true when the div.full.f32 model of Arch is verified. It is inferred, never
+  /// verified, until a capture of the division itself exists (it misses a published sm_86
+  /// statistic, docs/instr.md): a recipe that divides is not verified before then.
+  static bool div_verified() {
+    return model_of(instruction::div_full_f32, Arch::index).state() == model_state::verified;
+  }
 };
 
 /// exp2 functor for FA3's softmax (kvq::attention::fa3_fp8_attention<F, Exp2>):
@@ -383,12 +390,34 @@ bool model_verified() {
   else return false;
 }
 
+namespace detail {
+template <class I, class = void>
+struct has_div_verified : std::false_type {};
+template <class I>
+struct has_div_verified<I, std::void_t<decltype(I::div_verified())>> : std::true_type {};
+template <class S, class = void>
+struct divides : std::false_type {};
+template <class S>
+struct divides<S, std::void_t<decltype(S::divides)>> : std::bool_constant<S::divides> {};
+}  // namespace detail
+
 /// Whether a recipe's results are those of its reference kernel: IEEE-only recipes
-/// always; recipes that need an instruction model only with a captured one.
+/// always; recipes that need an instruction model only with a captured one, and a recipe
+/// that divides (S::divides) only with a verified division model as well.
 template <class S>
 bool recipe_verified() {
-  if constexpr (S::exact == block::exactness::bit_exact) return true;
-  else return model_verified<typename S::instruction_model>();
+  if constexpr (S::exact == block::exactness::bit_exact) {
+    return true;
+  } else {
+    using I = typename S::instruction_model;
+    if (!model_verified<I>()) return false;
+    if constexpr (detail::divides<S>::value) {
+      if constexpr (detail::has_div_verified<I>::value) return I::div_verified();
+      else return false;
+    } else {
+      return true;
+    }
+  }
 }
 
 }  // namespace instr
