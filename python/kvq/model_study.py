@@ -679,15 +679,8 @@ def _package_compounding(rows, findings, setup, grid):
 def write_compounding(result: Dict[str, Any], out: str) -> List[str]:
     """model_compounding.csv and model_compounding.json in out."""
     os.makedirs(out, exist_ok=True)
-    rows = result["rows"]["model_compounding"]
-    buf = io.StringIO()
-    if rows:
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(list(rows[0].keys()))
-        for r in rows:
-            w.writerow([_cell(v) for v in r.values()])
     p1 = os.path.join(out, "model_compounding.csv")
-    _atomic_write(p1, buf.getvalue())
+    _write_csv(p1, result["rows"]["model_compounding"])
     doc = {"study": "model", "part": "compounding", "setup": result["setup"], "grid": result["grid"],
            "findings": result["findings"],
            "tables": {"model_compounding": {"title": result["titles"]["model_compounding"],
@@ -781,19 +774,24 @@ def _cell(v):
     return str(v)
 
 
+def _write_csv(path: str, rows: List[Dict[str, Any]]) -> None:
+    """rows (dicts with the same keys) as a CSV file with a header, written atomically."""
+    buf = io.StringIO()
+    if rows:
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(list(rows[0].keys()))
+        for r in rows:
+            w.writerow([_cell(v) for v in r.values()])
+    _atomic_write(path, buf.getvalue())
+
+
 def write_results(result: Dict[str, Any], out: str) -> List[str]:
     """model.csv, model_layers.csv, model_heads.csv, model_citations.csv and model.json in out."""
     os.makedirs(out, exist_ok=True)
     written = []
     for stem, rows in result["rows"].items():
-        buf = io.StringIO()
-        if rows:
-            w = csv.writer(buf, lineterminator="\n")
-            w.writerow(list(rows[0].keys()))
-            for r in rows:
-                w.writerow([_cell(v) for v in r.values()])
         p = os.path.join(out, stem + ".csv")
-        _atomic_write(p, buf.getvalue())
+        _write_csv(p, rows)
         written.append(p)
     doc = {"study": "model", "setup": result["setup"], "grid": result["grid"], "findings": result["findings"],
            "tables": {stem: {"title": result["titles"][stem], "columns": result["help"][stem],
