@@ -263,3 +263,133 @@ TEST_CASE("Attention Matching rejects bad input, naming the problem") {
   CHECK_THROWS_WITH(select_orthogonal_matching_pursuit(matrix_d::Ones(8, 6), fit_vector::Ones(7), 2),
                     Catch::Contains("totals"));
 }
+
+// ---- the weight fit: bounded (default, the reference code's bounds) and exact ---------
+
+TEST_CASE("the default weight bounds are the reference code's e^-3, e^3, 1e-12, e^7 and beta < -7") {
+  // Independent values: e^-3, e^3 and e^7 to 17 significant digits.
+  attention_matching_options rms;
+  const weight_bounds br = resolve_weight_bounds(rms);
+  CHECK(std::fabs(br.lower - 0.049787068367863943) <= 1e-17);
+  CHECK(std::fabs(br.upper - 20.085536923187668) <= 4e-15);
+  CHECK(br.drop_beta_below == -std::numeric_limits<double>::infinity());
+  attention_matching_options omp;
+  omp.selection = key_selection::orthogonal_matching_pursuit;
+  const weight_bounds bo = resolve_weight_bounds(omp);
+  CHECK(bo.lower == 1e-12);
+  CHECK(std::fabs(bo.upper - 1096.6331584284585) <= 3e-13);
+  CHECK(bo.drop_beta_below == -7.0);
+  omp.weight_upper = 50.0;
+  CHECK(resolve_weight_bounds(omp).upper == 50.0);
+}
+
+TEST_CASE("a nearly square exact fit wastes keys at the floor; the bounded fit keeps them in the box") {
+  // 40 kept keys on 48 reference queries: the regime the default grid used to be in.
+  const head h = structured_head(400, 32, 48, 11);
+  const attention_targets tg = make_targets(h.k, h.v, h.q);
+  const std::vector<token_index> kept = select_highest_rms_attention(tg.weights, 40);
+  const matrix_d a = gather_columns(tg.mass, kept);
+  attention_matching_options exact;
+  exact.fit = weight_fit::exact;
+  const mass_fit fe = fit_mass(a, tg.total, exact);
+  int at_floor = 0;
+  for (Eigen::Index j = 0; j < fe.weight.size(); ++j) at_floor += fe.weight(j) == exact.weight_floor;
+  CHECK(fe.clamped == at_floor);
+  CHECK(at_floor >= 5);  // the unbounded optimum zeroes keys
+
+  const attention_matching_options bounded;
+  const weight_bounds b = resolve_weight_bounds(bounded);
+  const mass_fit fb = fit_mass(a, tg.total, bounded);
+  int at_bound = 0;
+  for (Eigen::Index j = 0; j < fb.weight.size(); ++j) {
+    CHECK(fb.weight(j) >= b.lower);
+    CHECK(fb.weight(j) <= b.upper);
+    at_bound += fb.weight(j) == b.lower || fb.weight(j) == b.upper;
+    // beta is float(log w): within float rounding of log(w) (std::log as the oracle).
+    CHECK(std::fabs(static_cast<double>(fb.beta[static_cast<std::size_t>(j)]) - std::log(fb.weight(j))) <=
+          1e-6 * (1.0 + std::fabs(std::log(fb.weight(j)))));
+  }
+  CHECK(fb.clamped == at_bound);
+  // KKT of the box problem in long double: w_j = 0 inside, <= 0 at lower, >= 0 at upper.
+  std::vector<long double> r(static_cast<std::size_t>(a.rows()));
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    long double s = tg.total(i);
+    for (Eigen::Index j = 0; j < a.cols(); ++j) s -= static_cast<long double>(a(i, j)) * fb.weight(j);
+    r[static_cast<std::size_t>(i)] = s;
+  }
+  const long double tol = 1e-10L * static_cast<long double>(a.norm() * tg.total.norm());
+  for (Eigen::Index j = 0; j < a.cols(); ++j) {
+    long double w = 0;
+    for (Eigen::Index i = 0; i < a.rows(); ++i) w += static_cast<long double>(a(i, j)) * r[static_cast<std::size_t>(i)];
+    if (fb.weight(j) == b.lower)
+      CHECK(w <= tol);
+    else if (fb.weight(j) == b.upper)
+      CHECK(w >= -tol);
+    else
+      CHECK(std::fabs(w) <= tol);
+  }
+  // The exact fit's residual is the lower one (a larger feasible set).
+  CHECK(fe.relative_residual <= fb.relative_residual + 1e-12);
+}
+
+TEST_CASE("bounded OMP drops keys whose beta falls below -7 and refills the budget") {
+  // b is an exact positive combination of 4 columns; 2 more columns are small noise. With
+  // a budget of 5, the 5th pick can only get w at the 1e-12 floor (beta ~ -27.6 < -7): the
+  // bounded variant drops it, excludes it, refills with the last column, drops that too,
+  // and returns the 4 planted columns; the exact variant keeps 5.
+  const Eigen::Index m = 24, n = 6;
+  matrix_d a(m, n);
+  for (Eigen::Index i = 0; i < m; ++i)
+    for (Eigen::Index j = 0; j < n; ++j)
+      a(i, j) = uniform01(17, 1, static_cast<std::uint64_t>(i * n + j), 0) * (j >= 4 ? 0.01 : 1.0);
+  const double c[4] = {1.5, 0.7, 2.0, 1.1};
+  fit_vector b = fit_vector::Zero(m);
+  for (int k = 0; k < 4; ++k) b += c[k] * a.col(k);
+  attention_matching_options opt;
+  opt.selection = key_selection::orthogonal_matching_pursuit;
+  std::vector<token_index> sel = select_orthogonal_matching_pursuit(a, b, 5, opt);
+  std::sort(sel.begin(), sel.end());
+  CHECK(sel == std::vector<token_index>{0, 1, 2, 3});
+  opt.fit = weight_fit::exact;
+  CHECK(select_orthogonal_matching_pursuit(a, b, 5, opt).size() == 5);
+  // No drop rounds: the budget is filled.
+  opt.fit = weight_fit::bounded;
+  opt.drop_rounds = 0;
+  CHECK(select_orthogonal_matching_pursuit(a, b, 5, opt).size() == 5);
+}
+
+TEST_CASE("the exact weight fit remains available and matches Lawson-Hanson NNLS") {
+  const head h = structured_head(256, 32, 128, 6);
+  attention_matching_options exact;
+  exact.fit = weight_fit::exact;
+  const compaction_result r = attention_matching(h.k, h.v, h.q, 25, exact);
+  const attention_targets tg = make_targets(h.k, h.v, h.q);
+  const nnls_result want = nnls(gather_columns(tg.mass, r.kept), tg.total);
+  for (std::size_t j = 0; j < r.kept.size(); ++j) {
+    const double w = std::max(want.x(static_cast<Eigen::Index>(j)), exact.weight_floor);
+    CHECK(r.beta[j] == static_cast<float>(kvq::math::log(w)));
+  }
+}
+
+TEST_CASE("bad weight bounds are rejected, naming the problem") {
+  const matrix_f k = gaussian_matrix(64, 16, 8, 1), v = gaussian_matrix(64, 16, 8, 2);
+  const matrix_f q = gaussian_matrix(32, 16, 8, 3);
+  attention_matching_options bad;
+  bad.weight_lower = 0.0;
+  CHECK_THROWS_WITH(attention_matching(k, v, q, 4, bad), Catch::Contains("lower bound"));
+  bad = {};
+  bad.weight_lower = 2.0;
+  bad.weight_upper = 1.0;
+  CHECK_THROWS_WITH(attention_matching(k, v, q, 4, bad), Catch::Contains("upper bound"));
+  bad = {};
+  bad.drop_rounds = -1;
+  CHECK_THROWS_WITH(attention_matching(k, v, q, 4, bad), Catch::Contains("drop rounds"));
+  bad = {};
+  bad.drop_beta_below = std::numeric_limits<double>::infinity();
+  CHECK_THROWS_WITH(attention_matching(k, v, q, 4, bad), Catch::Contains("drop"));
+  // The exact fit ignores the bounds.
+  bad = {};
+  bad.fit = weight_fit::exact;
+  bad.weight_lower = 0.0;
+  CHECK_NOTHROW(attention_matching(k, v, q, 4, bad));
+}

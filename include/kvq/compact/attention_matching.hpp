@@ -12,8 +12,8 @@
 /// block would. The keys are a subset of the original keys; then (1) is linear in
 /// w_j = exp(beta_j) >= 0 and (2) is linear in C_v:
 ///
-///   beta:  min_{w >= 0} || A w - b ||_2,  A_ij = exp(s_i,kept_j - M_i),
-///          b_i = sum_t exp(s_it - M_i),    M_i = max_t s_it                (NNLS)
+///   beta:  min_{lo <= w <= hi} || A w - b ||_2,  A_ij = exp(s_i,kept_j - M_i),
+///          b_i = sum_t exp(s_it - M_i),    M_i = max_t s_it         (bounded LS)
 ///   C_v:   min || X C_v - Y ||_F^2 + lambda || C_v - V_kept ||_F^2,
 ///          X_ij = softmax_j(s_i,kept + beta) with the stored float beta, Y = P V
 ///
@@ -25,11 +25,19 @@
 ///   * highest RMS attention: score_t = sqrt(mean_i p_it^2), the `budget` best tokens;
 ///   * orthogonal matching pursuit on (1): r = b; repeat budget times: pick the unselected
 ///     column j of the full mass matrix E_it = exp(s_it - M_i) maximising <E_j, r>
-///     (ties: lowest j), refit w on the selected columns by NNLS, r = b - E_S w.
+///     (ties: lowest j), refit w on the selected columns, r = b - E_S w; then (bounded
+///     fit) drop keys with beta < -7 and refill, at most 3 rounds (reference code).
+///
+/// The weight fit (attention_matching_options::fit): bounded by default, w in the box of
+/// the paper's reference code ([e^-3, e^3] for RMS keys, [1e-12, e^7] for OMP keys),
+/// solved exactly by bvls (nnls.hpp); or exact Lawson-Hanson NNLS, w >= 0 unbounded. An
+/// unbounded fit on few reference queries puts many keys at w = 0 (slots wasted) and
+/// others at large w; the bounds keep every kept key in play.
 ///
 /// Safeguards (documented in docs/compaction.md):
-///   * a fitted weight at or below `weight_floor` (NNLS puts redundant keys at exactly 0)
-///     is raised to it, beta = log(floor); counted in diagnostics.clamped_weights;
+///   * bounded fit: weights at a bound are counted in diagnostics.clamped_weights;
+///   * exact fit: a fitted weight at or below `weight_floor` (NNLS puts redundant keys at
+///     exactly 0) is raised to it, beta = log(floor); counted in clamped_weights;
 ///   * the value fit carries a ridge toward the kept tokens' own values, lambda =
 ///     value_ridge * ||X||_F^2 / t (scale-free), solved as the augmented least-squares
 ///     system [X; sqrt(lambda) I] C = [Y; sqrt(lambda) V_kept] by column-pivoting QR
@@ -63,14 +71,71 @@ namespace compact {
 /// pursuit on the mass equation (1) (see the file description).
 enum class key_selection { highest_rms_attention, orthogonal_matching_pursuit };
 
+/// How the attention-mass weights w = exp(beta) are fitted.
+enum class weight_fit {
+  /// Bounded least squares (bvls): w in [lower, upper], the bounds of the reference
+  /// implementation (see attention_matching_options). The default.
+  bounded,
+  /// Exact Lawson-Hanson NNLS (w >= 0, no upper bound), zeros raised to weight_floor.
+  exact
+};
+
 /// Options of the Attention Matching compaction.
+///
+/// The bounded fit's default bounds are those of the paper's reference code
+/// (github.com/adamzweiger/compaction, the AM-HighestAttnKeys and AM-OMP
+/// configurations): highest-RMS-attention keys: w in [e^-3, e^3]; OMP keys: w in
+/// [1e-12, e^7], and after the budget is filled, keys with beta < -7 are dropped,
+/// excluded and the budget refilled by OMP (at most 3 rounds). The reference solves
+/// least squares, clips into the box and takes 2 projected-gradient steps
+/// (AM-HighestAttnKeys) or none (AM-OMP); kvq solves the box-constrained problem to
+/// optimality (bvls), the point those steps move toward. NaN bounds mean these defaults.
 struct attention_matching_options {
   /// How the kept keys are chosen.
   key_selection selection = key_selection::highest_rms_attention;
-  double weight_floor = 1e-12;  ///< w = exp(beta) floor (beta >= log(floor) ~ -27.6)
+  /// How the weights are fitted (bounded by default).
+  weight_fit fit = weight_fit::bounded;
+  /// Bounded fit: lower bound of w (NaN: e^-3 for RMS keys, 1e-12 for OMP keys).
+  double weight_lower = std::numeric_limits<double>::quiet_NaN();
+  /// Bounded fit: upper bound of w (NaN: e^3 for RMS keys, e^7 for OMP keys).
+  double weight_upper = std::numeric_limits<double>::quiet_NaN();
+  /// Bounded fit with OMP keys: keys whose beta falls below this are dropped and the
+  /// budget refilled (NaN: -7; -infinity: never drop).
+  double drop_beta_below = std::numeric_limits<double>::quiet_NaN();
+  /// Bounded fit with OMP keys: at most this many drop-and-refill rounds.
+  int drop_rounds = 3;
+  double weight_floor = 1e-12;  ///< exact fit: w = exp(beta) floor (beta >= log(floor) ~ -27.6)
   double value_ridge = 1e-8;    ///< relative ridge of the value fit (0: plain least squares)
-  int nnls_max_iterations = 0;  ///< 0: Lawson-Hanson's 3 t
+  int nnls_max_iterations = 0;  ///< 0: Lawson-Hanson's 3 t (exact), bvls' 10 t (bounded)
 };
+
+/// The bounds of a bounded weight fit after defaults are resolved.
+struct weight_bounds {
+  double lower = 0.0;                                          ///< lower bound of w
+  double upper = 0.0;                                          ///< upper bound of w
+  double drop_beta_below = -std::numeric_limits<double>::infinity();  ///< OMP drop cutoff on beta
+};
+
+/// The bounds `opt` asks for, NaN entries replaced by the reference code's defaults for
+/// opt.selection (see attention_matching_options).
+/// \throws std::invalid_argument if the resolved lower bound is not > 0 and finite, the
+///         upper bound is not above it, or the drop cutoff is NaN-free but +infinity.
+inline weight_bounds resolve_weight_bounds(const attention_matching_options& opt) {
+  const bool omp = opt.selection == key_selection::orthogonal_matching_pursuit;
+  weight_bounds b;
+  // e^-3, e^3, e^7 through kvq's exp: the same bits on every platform.
+  b.lower = std::isnan(opt.weight_lower) ? (omp ? 1e-12 : kvq::math::exp(-3.0)) : opt.weight_lower;
+  b.upper = std::isnan(opt.weight_upper) ? kvq::math::exp(omp ? 7.0 : 3.0) : opt.weight_upper;
+  b.drop_beta_below = std::isnan(opt.drop_beta_below) ? (omp ? -7.0 : -std::numeric_limits<double>::infinity())
+                                                      : opt.drop_beta_below;
+  if (!(b.lower > 0.0) || !std::isfinite(b.lower))
+    throw std::invalid_argument("compact: weight lower bound must be finite and > 0 (beta = log w)");
+  if (!(b.upper > b.lower))
+    throw std::invalid_argument("compact: weight upper bound must be above the lower bound");
+  if (b.drop_beta_below == std::numeric_limits<double>::infinity())
+    throw std::invalid_argument("compact: drop cutoff +infinity would drop every key");
+  return b;
+}
 
 /// The quantities of the original cache the fits match, on the reference queries.
 struct attention_targets {
@@ -113,11 +178,12 @@ inline matrix_d gather_columns(const matrix_d& a, const std::vector<token_index>
   return out;
 }
 
-/// OMP selection on min ||E_S w - b||, w >= 0: the columns in the order chosen.
-/// \throws std::invalid_argument if total's size differs from mass.rows(), or budget is
-///         < 1 or > mass.cols().
-inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_d& mass, const fit_vector& total,
-                                                                   Eigen::Index budget, int nnls_max_iterations = 0) {
+namespace detail {
+
+// OMP on min ||E_S w - b|| with w >= 0 (bounds == nullptr: Lawson-Hanson) or w in the
+// box of *bounds (bvls), then, with bounds, the reference code's drop-and-refill rounds.
+inline std::vector<token_index> omp_select(const matrix_d& mass, const fit_vector& total, Eigen::Index budget,
+                                           int max_iterations, const weight_bounds* bounds, int drop_rounds) {
   const Eigen::Index m = mass.rows(), n = mass.cols();
   if (total.size() != m)
     throw std::invalid_argument("compact: OMP mass matrix has " + std::to_string(m) + " rows but " +
@@ -126,7 +192,7 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_
   std::vector<token_index> chosen;
   std::vector<char> used(static_cast<std::size_t>(n), 0);
   // The normal equations of the selected columns grow by one row and column per step
-  // (same summation order as detail::gram), and each NNLS starts from the previous
+  // (same summation order as detail::gram), and each fit starts from the previous
   // step's solution: O(m k) + a few passive-set solves per step instead of a fresh fit.
   matrix_d g(0, 0);
   fit_vector atb(0), x(0);
@@ -135,25 +201,28 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_
   double trace = 0.0;
   const double* e = mass.data();
   fit_vector r = total;
-  for (Eigen::Index step = 0; step < budget; ++step) {
-    token_index best = -1;
-    double best_corr = -std::numeric_limits<double>::infinity();
-    for (Eigen::Index j = 0; j < n; ++j) {
-      if (used[static_cast<std::size_t>(j)]) continue;
-      double c = 0.0;
-      for (Eigen::Index i = 0; i < m; ++i) c += e[i * n + j] * r.data()[i];
-      if (c > best_corr) {
-        best_corr = c;
-        best = j;
-      }
+  std::vector<double> corr(static_cast<std::size_t>(n));
+
+  auto refit = [&]() {
+    const Eigen::Index k = static_cast<Eigen::Index>(chosen.size());
+    const double tol = 10.0 * eps * static_cast<double>(std::max(m, k)) * std::sqrt(trace) * bnorm;
+    x = bounds ? bvls_normal(g, atb, bounds->lower, bounds->upper, max_iterations, tol, &x).x
+               : nnls_normal(g, atb, max_iterations, tol, &x).x;
+    for (Eigen::Index i = 0; i < m; ++i) {
+      double ax = 0.0;
+      for (Eigen::Index l = 0; l < k; ++l) ax += e[i * n + chosen[static_cast<std::size_t>(l)]] * x(l);
+      r(i) = total(i) - ax;
     }
+  };
+  // Appends column `best` to the normal equations (x starts at 0, or at the lower bound).
+  auto append = [&](token_index best) {
     used[static_cast<std::size_t>(best)] = 1;
     chosen.push_back(best);
-    const Eigen::Index k = step + 1;
+    const Eigen::Index k = static_cast<Eigen::Index>(chosen.size());
     g.conservativeResize(k, k);
     atb.conservativeResize(k);
     x.conservativeResize(k);
-    x(k - 1) = 0.0;
+    x(k - 1) = bounds ? bounds->lower : 0.0;
     for (Eigen::Index l = 0; l < k; ++l) {
       const token_index jl = chosen[static_cast<std::size_t>(l)];
       double acc = 0.0;
@@ -165,15 +234,90 @@ inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_
     for (Eigen::Index i = 0; i < m; ++i) acc += e[i * n + best] * total(i);
     atb(k - 1) = acc;
     trace += g(k - 1, k - 1);
-    const double tol = 10.0 * eps * static_cast<double>(std::max(m, k)) * std::sqrt(trace) * bnorm;
-    x = nnls_normal(g, atb, nnls_max_iterations, tol, &x).x;
-    for (Eigen::Index i = 0; i < m; ++i) {
-      double ax = 0.0;
-      for (Eigen::Index l = 0; l < k; ++l) ax += e[i * n + chosen[static_cast<std::size_t>(l)]] * x(l);
-      r(i) = total(i) - ax;
+  };
+  // Greedy steps until `budget` columns are chosen or none is left.
+  auto fill = [&]() {
+    while (static_cast<Eigen::Index>(chosen.size()) < budget) {
+      // <E_j, r> for every j, accumulated row by row (each sum in ascending i, as a
+      // column-by-column loop would; row order reads E contiguously).
+      std::fill(corr.begin(), corr.end(), 0.0);
+      for (Eigen::Index i = 0; i < m; ++i) {
+        const double ri = r(i);
+        const double* ei = e + i * n;
+        for (Eigen::Index j = 0; j < n; ++j) corr[static_cast<std::size_t>(j)] += ei[j] * ri;
+      }
+      token_index best = -1;
+      double best_corr = -std::numeric_limits<double>::infinity();
+      for (Eigen::Index j = 0; j < n; ++j)
+        if (!used[static_cast<std::size_t>(j)] && (best < 0 || corr[static_cast<std::size_t>(j)] > best_corr)) {
+          best_corr = corr[static_cast<std::size_t>(j)];
+          best = j;
+        }
+      if (best < 0) return;
+      append(best);
+      refit();
     }
+  };
+  fill();
+  if (!bounds || !(bounds->drop_beta_below > -std::numeric_limits<double>::infinity())) return chosen;
+  // Drop-and-refill (reference code, AM-OMP): keys whose beta = log w fell below the
+  // cutoff carry almost no mass; they are excluded for good (used stays set) and the
+  // budget is refilled greedily.
+  const double w_min = kvq::math::exp(bounds->drop_beta_below);
+  for (int round = 0; round < drop_rounds; ++round) {
+    std::vector<Eigen::Index> live;
+    for (Eigen::Index l = 0; l < static_cast<Eigen::Index>(chosen.size()); ++l)
+      if (x(l) >= w_min) live.push_back(l);
+    if (live.size() == chosen.size()) break;
+    std::vector<token_index> kept_cols;
+    for (Eigen::Index l : live) kept_cols.push_back(chosen[static_cast<std::size_t>(l)]);
+    const fit_vector x_live = [&] {
+      fit_vector v(static_cast<Eigen::Index>(live.size()));
+      for (std::size_t l = 0; l < live.size(); ++l) v(static_cast<Eigen::Index>(l)) = x(live[l]);
+      return v;
+    }();
+    chosen.clear();
+    g.resize(0, 0);
+    atb.resize(0);
+    x.resize(0);
+    trace = 0.0;
+    for (token_index c : kept_cols) append(c);
+    x = x_live;
+    if (!chosen.empty()) {
+      refit();
+    } else {
+      r = total;
+    }
+    fill();
   }
   return chosen;
+}
+
+}  // namespace detail
+
+/// OMP selection on min ||E_S w - b||, w >= 0 (Lawson-Hanson): the columns in the order
+/// chosen.
+/// \throws std::invalid_argument if total's size differs from mass.rows(), or budget is
+///         < 1 or > mass.cols().
+inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_d& mass, const fit_vector& total,
+                                                                   Eigen::Index budget, int nnls_max_iterations = 0) {
+  return detail::omp_select(mass, total, budget, nnls_max_iterations, nullptr, 0);
+}
+
+/// OMP selection with the weight fit of `opt`: exact (as the overload above) or bounded
+/// (bvls in the box of resolve_weight_bounds(opt), then up to opt.drop_rounds rounds
+/// that drop keys with beta below the cutoff and refill the budget). The columns in the
+/// order chosen (after a drop, the survivors first); fewer than `budget` only when the
+/// drops leave too few columns.
+/// \throws std::invalid_argument as the overload above, or if the bounds are invalid.
+inline std::vector<token_index> select_orthogonal_matching_pursuit(const matrix_d& mass, const fit_vector& total,
+                                                                   Eigen::Index budget,
+                                                                   const attention_matching_options& opt) {
+  if (opt.fit == weight_fit::exact) return detail::omp_select(mass, total, budget, opt.nnls_max_iterations, nullptr, 0);
+  attention_matching_options o = opt;
+  o.selection = key_selection::orthogonal_matching_pursuit;
+  const weight_bounds b = resolve_weight_bounds(o);
+  return detail::omp_select(mass, total, budget, opt.nnls_max_iterations, &b, opt.drop_rounds);
 }
 
 namespace detail {
@@ -181,39 +325,54 @@ namespace detail {
 inline void check_options(const attention_matching_options& opt) {
   if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
   if (!(opt.value_ridge >= 0.0)) throw std::invalid_argument("compact: value ridge must be >= 0");
+  if (opt.fit == weight_fit::bounded) {
+    (void)resolve_weight_bounds(opt);
+    if (opt.drop_rounds < 0) throw std::invalid_argument("compact: drop rounds must be >= 0");
+  }
 }
 
 }  // namespace detail
 
 /// The fitted attention-mass weights of kept keys.
 struct mass_fit {
-  fit_vector weight;        ///< w after the floor
+  fit_vector weight;        ///< w (after the floor, exact fit)
   std::vector<float> beta;  ///< float(log w), as stored
   /// ||A w - b|| / ||b|| with the floored w (||A w - b|| when b = 0).
   double relative_residual = 0.0;
-  /// Outer iterations of the NNLS.
+  /// Outer iterations of the NNLS or bvls.
   int iterations = 0;
-  /// Number of weights raised to the floor.
+  /// Weights at a bound (bounded fit) or raised to the floor (exact fit).
   int clamped = 0;
 };
 
-/// Fits w >= 0 in min ||A w - b|| (A: m x t masses of the kept keys, b: m totals).
-/// \throws std::invalid_argument if opt.weight_floor is not > 0, or the NNLS system is
-///         malformed (sizes disagree, no columns).
+/// Fits w in min ||A w - b|| (A: m x t masses of the kept keys, b: m totals): bounded
+/// (bvls in the box of resolve_weight_bounds(opt); `clamped` counts the weights at
+/// either bound) or exact (Lawson-Hanson NNLS, w >= 0; `clamped` counts the weights
+/// raised to opt.weight_floor).
+/// \throws std::invalid_argument if opt.weight_floor is not > 0 (exact), the bounds are
+///         invalid (bounded), or the system is malformed (sizes disagree, no columns).
 inline mass_fit fit_mass(const matrix_d& kept_mass, const fit_vector& total, const attention_matching_options& opt) {
-  if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
-  const nnls_result sol = nnls(kept_mass, total, opt.nnls_max_iterations);
   mass_fit f;
-  f.iterations = sol.iterations;
-  f.weight = sol.x;
-  f.beta.resize(static_cast<std::size_t>(sol.x.size()));
-  for (Eigen::Index j = 0; j < sol.x.size(); ++j) {
-    if (!(f.weight(j) > opt.weight_floor)) {
-      f.weight(j) = opt.weight_floor;
-      ++f.clamped;
-    }
-    f.beta[static_cast<std::size_t>(j)] = static_cast<float>(kvq::math::log(f.weight(j)));
+  if (opt.fit == weight_fit::bounded) {
+    const weight_bounds b = resolve_weight_bounds(opt);
+    const bvls_result sol = bvls(kept_mass, total, b.lower, b.upper, opt.nnls_max_iterations);
+    f.iterations = sol.iterations;
+    f.weight = sol.x;
+    f.clamped = sol.at_lower + sol.at_upper;
+  } else {
+    if (!(opt.weight_floor > 0.0)) throw std::invalid_argument("compact: weight floor must be > 0");
+    const nnls_result sol = nnls(kept_mass, total, opt.nnls_max_iterations);
+    f.iterations = sol.iterations;
+    f.weight = sol.x;
+    for (Eigen::Index j = 0; j < sol.x.size(); ++j)
+      if (!(f.weight(j) > opt.weight_floor)) {
+        f.weight(j) = opt.weight_floor;
+        ++f.clamped;
+      }
   }
+  f.beta.resize(static_cast<std::size_t>(f.weight.size()));
+  for (Eigen::Index j = 0; j < f.weight.size(); ++j)
+    f.beta[static_cast<std::size_t>(j)] = static_cast<float>(kvq::math::log(f.weight(j)));
   const double bn = total.norm();
   const double rn = (detail::times(kept_mass, f.weight) - total).norm();
   f.relative_residual = bn > 0.0 ? rn / bn : rn;
@@ -342,7 +501,7 @@ inline compaction_result attention_matching(const matrix_f& keys, const matrix_f
   std::vector<token_index> kept =
       opt.selection == key_selection::highest_rms_attention
           ? select_highest_rms_attention(tg.weights, budget)
-          : select_orthogonal_matching_pursuit(tg.mass, tg.total, budget, opt.nnls_max_iterations);
+          : select_orthogonal_matching_pursuit(tg.mass, tg.total, budget, opt);
   std::sort(kept.begin(), kept.end());
   return detail::fit_to_targets(keys, values, queries, tg, std::move(kept), opt);
 }

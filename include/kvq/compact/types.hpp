@@ -47,10 +47,11 @@ struct fit_diagnostics {
   /// ||X C_v - Y||_F / ||Y||_F of the value fit on the reference queries (the output
   /// error the fit could not remove; computed with the stored float beta and values).
   double output_residual = 0.0;
-  /// Outer iterations of the Lawson-Hanson NNLS for the final beta fit.
+  /// Outer iterations of the weight fit (Lawson-Hanson NNLS or bvls) for the final beta.
   int nnls_iterations = 0;
-  /// Kept keys whose fitted weight w = exp(beta) was at or below the floor and was
-  /// raised to it (beta = log(floor)): such a key carries (almost) no mass.
+  /// Kept keys whose fitted weight w = exp(beta) sits at a bound of the bounded fit, or
+  /// (exact fit) was at or below the floor and was raised to it (beta = log(floor)):
+  /// such a key carries (almost) no mass, or as much as the bound allows.
   int clamped_weights = 0;
   /// Numerical rank of the (ridge-augmented) value system and its column count.
   int value_rank = 0;
