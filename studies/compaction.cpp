@@ -8,7 +8,8 @@
 // same bytes per token, which one distorts attention less?
 //
 // Budgets (bits per value of the original n-token cache, K and V): the bits/value of
-// every scheme in --schemes (e.g. fp8_e4m3 8, nvfp4_te 4.5, kivi_int2), and 16 / R for
+// every scheme in --schemes (e.g. fp8_e4m3 8, nvfp4_te 4.5, kivi_int2_fp16 3: KIVI's
+// fp16 scale and zero point per group of 32, as KIVI stores them), and 16 / R for
 // every R in --ratios (10x, 20x, 50x below bf16). A budget of B bits is B * 2d / 8 bytes
 // per original token of the head, n times that for the cache. For each budget:
 //   quant:<s>        the scheme s whose bits/value is the budget, every token kept;
@@ -19,14 +20,19 @@
 //                    reference queries, max pool 5, no recent tokens: the reference
 //                    queries are not context tokens), random (Philox subset), am_rms and
 //                    am_omp (Attention Matching, highest-RMS-attention and OMP keys,
-//                    NNLS beta, least-squares values);
+//                    bounded beta fit as the paper's code (--am-fit exact: unbounded
+//                    Lawson-Hanson NNLS), least-squares values);
 //   am_rms+<s>       Attention Matching with its kept keys/values stored in scheme s of
 //                    --combo-schemes (when s has more bits than the budget, so that some
 //                    compaction is needed): fewer bits per token buy more tokens than
 //                    bf16 at the same bytes (kvq::compact::quantize_compacted).
-// Attention Matching fits need at least as many reference queries as kept keys; a cell
-// that would keep more is not computed (status skipped_refs, metrics NaN): it is the
-// honest limit of the method at a given --ref-queries, not a failure.
+// Reference queries of an Attention Matching fit: max(--ref-queries, --ref-ratio x kept)
+// (default 10x: a fit of t keys on barely more than t queries is nearly square and fits
+// the reference queries rather than the distribution; the paper's code uses up to
+// 10,000 queries per KV head). A cell whose rule asks for more than --max-ref-queries is
+// not computed (status skipped_refs, metrics NaN): the cost cap of this study, stated in
+// the ref_queries column (the count the rule asked for), not a failure. The eviction
+// methods that read queries (H2O, SnapKV) use the first --ref-queries.
 //
 // Setup per context n (one head, head_dim d): the citation scenario of
 // studies/policy.cpp (Gaussian Q/K/V, 4 pre-RoPE key channel outliers, RoPE, a
@@ -58,6 +64,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -124,6 +131,13 @@ inline kvq::compact::beta_storage bias_storage(const config& c) {
   return c.names("bias-dtype").at(0) == "bf16" ? kvq::compact::beta_storage::bf16 : kvq::compact::beta_storage::fp32;
 }
 
+/// Reference queries the rule gives an Attention Matching fit of `kept` keys:
+/// max(--ref-queries, ceil(--ref-ratio x kept)).
+inline std::size_t am_ref_queries(const config& c, long long kept) {
+  const double want = std::ceil(c.real("ref-ratio") * static_cast<double>(kept));
+  return static_cast<std::size_t>(std::max<double>(static_cast<double>(c.integer("ref-queries")), want));
+}
+
 /// K+V bytes of one token of the head in scheme s (scales included, as bits_per_value).
 inline double bytes_per_token(const std::string& s, std::size_t hd) {
   return scheme_named(s).bits_per_value(hd) * 2.0 * static_cast<double>(hd) / 8.0;
@@ -141,8 +155,9 @@ inline table output_schema() {
                {"kept", "tokens kept (n for quantization alone)"},
                {"ratio", "compaction ratio n / kept", false},
                {"bits_per_value", "bytes actually used * 8 / (2 n d): kept tokens, scales and biases included"},
-               {"status", "ok; fallback (a fit fell back, counted in fit_fallbacks); skipped_refs (kept > reference "
-                          "queries: not computed); skipped_budget (not one token fits)"},
+               {"status", "ok; fallback (a fit fell back, counted in fit_fallbacks); skipped_refs (the reference "
+                          "queries the rule asks for exceed --max-ref-queries: not computed); skipped_budget (not one "
+                          "token fits)"},
                {"queries", "held-out queries averaged", false}};
   for (const auto& col : lab::query_metric_columns()) {
     const std::string n = col.first;
@@ -154,14 +169,20 @@ inline table output_schema() {
                                    "double)"});
   t.columns.push_back({"false_citation_rate", "share of held-out queries whose span is in the reference top-k but not "
                                               "the emulated top-k (nan: no span in the reference top-k)"});
+  t.columns.push_back({"citation_queries", "held-out queries whose span is in the reference top-k: the denominator "
+                                           "of false_citation_rate", false});
   t.columns.push_back({"span_mass_retained", "mean emulated / reference attention mass on the query's citation span"});
   t.columns.push_back({"fit_mass_residual", "Attention Matching: ||A w - b|| / ||b|| on the reference queries (nan: "
                                             "nothing fitted)", false});
   t.columns.push_back({"fit_output_residual", "Attention Matching: relative output error on the reference queries "
                                               "(nan: nothing fitted)", false});
-  t.columns.push_back({"clamped_weights", "kept keys whose fitted weight was raised to the floor", false});
+  t.columns.push_back({"clamped_weights", "Attention Matching: kept keys whose weight exp(beta) sits at a bound of the "
+                                          "bounded fit (or, --am-fit exact, was raised to the 1e-12 floor)", false});
   t.columns.push_back({"fit_fallbacks", "value fits that were singular or non-finite and fell back to the original "
                                         "values", false});
+  t.columns.push_back({"ref_queries", "reference queries the method used (Attention Matching: max(--ref-queries, "
+                                      "--ref-ratio x kept), for skipped_refs the count that rule asked for; H2O, SnapKV: "
+                                      "--ref-queries; 0: none)", false});
   return t;
 }
 
@@ -170,15 +191,16 @@ study_def definition() {
   d.name = "compaction";
   d.summary = "fewer bits or fewer tokens: quantization vs eviction vs Attention Matching at equal bytes per token";
   d.description =
-      "At equal bytes per token (the bits/value of FP8, NVFP4, KIVI 2-bit, and 10x/20x/50x below bf16), compares\n"
-      "quantization alone, each compaction method alone in bf16 (StreamingLLM, H2O, SnapKV, a random subset,\n"
-      "Attention Matching with RMS-attention or OMP keys, NNLS biases and refitted values) and Attention Matching\n"
-      "stored in FP8/NVFP4 with more tokens. Context: citation spans, a sink, key outliers (the citations\n"
-      "scenario). Fitting uses the reference queries; every metric is on held-out queries from the same\n"
-      "distribution. Attention is fp32 over the stored cache with its per-key biases. Fitting wall time is in\n"
-      "the JSON only. Attention Matching cost grows with ref-queries x kept tokens (NNLS and least squares).";
+      "At equal bytes per token (the bits/value of FP8, NVFP4, KIVI 2-bit with fp16 scales, and 10x/20x/50x below\n"
+      "bf16), compares quantization alone, each compaction method alone in bf16 (StreamingLLM, H2O, SnapKV, a\n"
+      "random subset, Attention Matching with RMS-attention or OMP keys, bounded-least-squares biases and refitted\n"
+      "values) and Attention Matching stored in FP8/NVFP4 with more tokens. Context: citation spans, a sink, key\n"
+      "outliers (the citations scenario). Fitting uses max(--ref-queries, --ref-ratio x kept) reference queries;\n"
+      "every metric is on held-out queries from the same distribution. Attention is fp32 over the stored cache\n"
+      "with its per-key biases. Fitting wall time is in the JSON only. Attention Matching cost grows with\n"
+      "ref-queries x kept tokens; cells whose rule asks for more than --max-ref-queries are skipped_refs.";
   d.params = {
-      scheme_param("schemes", "fp8_e4m3,nvfp4_te,kivi_int2", "", "schemes whose bits/value are budgets (and "
+      scheme_param("schemes", "fp8_e4m3,nvfp4_te,kivi_int2_fp16", "", "schemes whose bits/value are budgets (and "
                                                                   "the quantization-alone rows)"),
       {"ratios", param_kind::real_list, "10,20,50", "", "budgets R times below bf16 (16/R bits per value)", {}, 1.0001,
        1e9, "compaction ratio"},
@@ -189,9 +211,16 @@ study_def definition() {
        {"fp32", "bf16"}, 0, 0, "bias dtype"},
       {"contexts", param_kind::int_list, "4k", "1k", "context lengths in tokens", {}, 64, 1 << 22,
        "context length"},
-      {"ref-queries", param_kind::integer, "512", "128", "reference queries for fitting (>= 32)", {}, 1, 1 << 16,
-       "reference query count"},
-      {"held-out", param_kind::integer, "64", "16", "held-out queries for the metrics", {}, 1, 1 << 16,
+      {"ref-queries", param_kind::integer, "512", "128", "reference queries: H2O and SnapKV, and the fewest an "
+       "Attention Matching fit gets (>= 32)", {}, 1, 1 << 16, "reference query count"},
+      {"ref-ratio", param_kind::real, "10", "", "Attention Matching fits get max(--ref-queries, this x kept keys) "
+       "reference queries", {}, 1, 1000, "reference queries per kept key"},
+      {"max-ref-queries", param_kind::integer, "4096", "2048", "cost cap: Attention Matching cells whose rule asks for "
+       "more reference queries are skipped_refs", {}, 32, 1 << 16, "reference query cap"},
+      {"am-fit", param_kind::name_list, "bounded", "", "Attention Matching weight fit: bounded (the paper's code: "
+       "exp(beta) in [e^-3, e^3] for RMS keys, [1e-12, e^7] and drop beta < -7 for OMP keys) or exact (unbounded "
+       "Lawson-Hanson NNLS)", {"bounded", "exact"}, 0, 0, "weight fit"},
+      {"held-out", param_kind::integer, "256", "16", "held-out queries for the metrics", {}, 1, 1 << 16,
        "held-out query count"},
       {"spans", param_kind::integer, "16", "8", "topic queries, each with its own citation span", {}, 1, 1 << 12,
        "span count"},
@@ -213,6 +242,9 @@ study_def definition() {
     if (c.integer("ref-queries") < snapkv_window)
       throw usage_error("--ref-queries " + std::to_string(c.integer("ref-queries")) + " is too few (allowed: >= " +
                         std::to_string(snapkv_window) + ", SnapKV's observation window)");
+    if (c.integer("max-ref-queries") < c.integer("ref-queries"))
+      throw usage_error("--max-ref-queries " + std::to_string(c.integer("max-ref-queries")) + " is below --ref-queries " +
+                        std::to_string(c.integer("ref-queries")));
     const long long nmin = *std::min_element(c.ints("contexts").begin(), c.ints("contexts").end());
     const long long need = 1 + c.integer("spans") * (c.integer("span") + 1);
     if (nmin < need)
@@ -244,6 +276,10 @@ study_def definition() {
     const auto& ctxs = cfg.ints("contexts");
     const std::size_t hd = static_cast<std::size_t>(cfg.integer("head-dim"));
     const std::size_t nref = static_cast<std::size_t>(cfg.integer("ref-queries"));
+    // Every cell reads a prefix of one set of reference queries: eviction the first nref,
+    // Attention Matching the first am_ref_queries(kept) (at most nref_max).
+    const std::size_t nref_max = static_cast<std::size_t>(cfg.integer("max-ref-queries"));
+    const bool exact_fit = cfg.names("am-fit").at(0) == "exact";
     const std::size_t nheld = static_cast<std::size_t>(cfg.integer("held-out"));
     const std::size_t nspan = static_cast<std::size_t>(cfg.integer("spans"));
     const std::size_t span = static_cast<std::size_t>(cfg.integer("span"));
@@ -258,6 +294,7 @@ study_def definition() {
     // held-out queries, per context.
     struct scen {
       matrix_f K, V, Qref, Qheld;
+      matrix_f Qevict;  // the first --ref-queries reference queries (H2O, SnapKV)
       std::vector<std::vector<std::size_t>> spans;  // per held-out query
       std::vector<std::vector<double>> p, o;        // reference weights and outputs, per held-out query
       kvq::matrix_d s;                                   // reference scores (held-out x n)
@@ -281,30 +318,36 @@ study_def definition() {
         x.K = std::move(built.data.k[0]);
         x.V = std::move(built.data.v[0]);
         const matrix_f& topics = built.data.q[0];
-        // Noise: an independent Gaussian draw (its own seed), zero on the massive channels.
+        // Noise: independent Gaussian draws (their own seeds, one for the reference and
+        // one for the held-out queries, so the held-out queries do not depend on how many
+        // reference queries there are), zero on the massive channels.
         kvq::inject::qkv_config nc;
         nc.tokens = 1;
-        nc.queries = nref + nheld;
+        nc.queries = nref_max;
         nc.head_dim = hd;
         nc.seed = seed ^ 0x636f6d70616374ull;  // "compact"
         const matrix_f noise = kvq::inject::generate_qkv(nc).q[0];
+        nc.queries = nheld;
+        nc.seed = seed ^ 0x68656c646f7574ull;  // "heldout"
+        const matrix_f noise_held = kvq::inject::generate_qkv(nc).q[0];
         std::vector<std::size_t> massive;
         if (built.heads[0].massive) massive = built.heads[0].massive->channels;
-        auto noisy = [&](std::size_t row, std::size_t noise_row) {
+        auto noisy = [&](std::size_t row, const matrix_f& src, std::size_t noise_row) {
           Eigen::Matrix<float, 1, Eigen::Dynamic> q(1, static_cast<Eigen::Index>(hd));
           for (std::size_t j = 0; j < hd; ++j) {
             const auto jj = static_cast<Eigen::Index>(j);
             const bool zero = std::find(massive.begin(), massive.end(), j) != massive.end();
-            const float z = zero ? 0.0f : static_cast<float>(sigma) * noise(static_cast<Eigen::Index>(noise_row), jj);
+            const float z = zero ? 0.0f : static_cast<float>(sigma) * src(static_cast<Eigen::Index>(noise_row), jj);
             q(0, jj) = topics(static_cast<Eigen::Index>(row % nspan), jj) + z;
           }
           return q;
         };
-        x.Qref.resize(static_cast<Eigen::Index>(nref), static_cast<Eigen::Index>(hd));
+        x.Qref.resize(static_cast<Eigen::Index>(nref_max), static_cast<Eigen::Index>(hd));
         x.Qheld.resize(static_cast<Eigen::Index>(nheld), static_cast<Eigen::Index>(hd));
-        for (std::size_t r = 0; r < nref; ++r) x.Qref.row(static_cast<Eigen::Index>(r)) = noisy(r, r);
+        for (std::size_t r = 0; r < nref_max; ++r) x.Qref.row(static_cast<Eigen::Index>(r)) = noisy(r, noise, r);
+        x.Qevict = x.Qref.topRows(static_cast<Eigen::Index>(nref));
         for (std::size_t r = 0; r < nheld; ++r) {
-          x.Qheld.row(static_cast<Eigen::Index>(r)) = noisy(r, nref + r);
+          x.Qheld.row(static_cast<Eigen::Index>(r)) = noisy(r, noise_held, r);
           x.spans.push_back(built.needle_tokens(0, r % nspan));
         }
         const kvq::attention::reference_attention ref(x.K, x.V);
@@ -328,8 +371,10 @@ study_def definition() {
     {
       std::vector<double> cost(NC * NK);
       for (std::size_t i = 0; i < cost.size(); ++i) {
+        // Attention Matching: the fits grow with reference queries x kept keys.
         const std::string& m = cells[i % NK].method;
-        cost[i] = double(ctxs[i / NK]) * (m.rfind("am_", 0) == 0 ? 8.0 : 1.0);
+        const double am = double(ctxs[i / NK]) / 10.0;
+        cost[i] = double(ctxs[i / NK]) * (m.rfind("am_", 0) == 0 ? 8.0 + am * am / 1e3 : 1.0);
       }
       run_sharded_tasks(ctx, cost.size(), cost, [&](std::size_t ti) {
         const std::size_t ci = ti / NK, ki = ti % NK;
@@ -352,17 +397,24 @@ study_def definition() {
         oc.row = {cd.method, cd.family, cd.storage, bd.name, bd.bits, ctxs[ci], static_cast<long long>(kept),
                   double(n) / double(kept > 0 ? kept : 1), bits_used};
         const std::size_t nmetrics = lab::query_metric_columns().size();
+        const std::size_t am_refs = fitted ? am_ref_queries(cfg, kept) : 0;
+        const long long refs_used = fitted                                        ? static_cast<long long>(am_refs)
+                                    : cd.method == "h2o" || cd.method == "snapkv" ? static_cast<long long>(nref)
+                                                                                  : 0LL;
         auto skipped = [&](const char* status) {
           oc.row.emplace_back(status);
           oc.row.emplace_back(static_cast<long long>(nheld));
           for (std::size_t j = 0; j < nmetrics; ++j) oc.row.emplace_back(nan);
           oc.row.emplace_back(0LL);
-          for (int j = 0; j < 5; ++j) oc.row.emplace_back(nan);
+          for (int j = 0; j < 2; ++j) oc.row.emplace_back(nan);
+          oc.row.emplace_back(0LL);
+          for (int j = 0; j < 3; ++j) oc.row.emplace_back(nan);
           oc.row.emplace_back(0LL);
           oc.row.emplace_back(0LL);
+          oc.row.emplace_back(refs_used);
         };
         if (kept < 1) return skipped("skipped_budget");
-        if (fitted && static_cast<std::size_t>(kept) > nref) return skipped("skipped_refs");
+        if (fitted && am_refs > nref_max) return skipped("skipped_refs");
 
         // The compacted cache (full precision), then stored in its scheme.
         kvq::compact::compaction_result c;
@@ -374,18 +426,20 @@ study_def definition() {
         } else if (cd.method == "streaming_llm") {
           c = kvq::compact::streaming_llm(x.K, x.V, kept, std::min<Eigen::Index>(streaming_sinks, kept));
         } else if (cd.method == "h2o") {
-          c = kvq::compact::h2o(x.K, x.V, x.Qref, kept, kept / 2);
+          c = kvq::compact::h2o(x.K, x.V, x.Qevict, kept, kept / 2);
         } else if (cd.method == "snapkv") {
           kvq::compact::snapkv_options so;
           so.observation_window = snapkv_window;
-          c = kvq::compact::snapkv(x.K, x.V, x.Qref, kept, so);
+          c = kvq::compact::snapkv(x.K, x.V, x.Qevict, kept, so);
         } else if (cd.method == "random") {
           c = kvq::compact::random_subset(x.K, x.V, kept, cfg.seed);
         } else {
           kvq::compact::attention_matching_options ao;
           ao.selection = cd.method == "am_omp" ? kvq::compact::key_selection::orthogonal_matching_pursuit
                                                : kvq::compact::key_selection::highest_rms_attention;
-          c = kvq::compact::attention_matching(x.K, x.V, x.Qref, kept, ao);
+          ao.fit = exact_fit ? kvq::compact::weight_fit::exact : kvq::compact::weight_fit::bounded;
+          const matrix_f q = x.Qref.topRows(static_cast<Eigen::Index>(am_refs));
+          c = kvq::compact::attention_matching(x.K, x.V, q, kept, ao);
         }
         oc.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const scheme_spec& st = scheme_named(cd.storage);
@@ -431,11 +485,13 @@ study_def definition() {
         };
         oc.row.emplace_back(mean(mass_err, kvq::metrics::better::lower));
         oc.row.emplace_back(eligible ? double(lost) / double(eligible) : nan);
+        oc.row.emplace_back(static_cast<long long>(eligible));
         oc.row.emplace_back(mean(retained, kvq::metrics::better::higher));
         oc.row.emplace_back(fitted ? dg.mass_residual : nan);
         oc.row.emplace_back(fitted ? dg.output_residual : nan);
         oc.row.emplace_back(static_cast<long long>(dg.clamped_weights));
         oc.row.emplace_back(static_cast<long long>(dg.value_fallbacks));
+        oc.row.emplace_back(refs_used);
       }, [&](std::size_t ti) {
         return json::array({encode_slot(out[ti].row), encode_slot(out[ti].seconds)});
       }, [&](std::size_t ti, const json& a) {
@@ -468,13 +524,22 @@ study_def definition() {
     r.setup["queries"] = "reference (fitting) and held-out (metrics) queries: topic[r mod spans] + sigma * N(0,1), "
                          "independent draws, zero on the massive channels";
     r.setup["reference_queries"] = static_cast<long long>(nref);
+    r.setup["reference_query_rule"] = "Attention Matching: max(--ref-queries, ceil(--ref-ratio x kept)) (per cell, in "
+                                      "the ref_queries column); H2O and SnapKV: --ref-queries; cells whose rule asks for "
+                                      "more than --max-ref-queries are skipped_refs";
+    r.setup["ref_ratio"] = cfg.real("ref-ratio");
+    r.setup["max_reference_queries"] = static_cast<long long>(nref_max);
+    r.setup["am_fit"] = cfg.names("am-fit").at(0) == "exact"
+                            ? "exact: Lawson-Hanson NNLS, w >= 0, zeros raised to 1e-12"
+                            : "bounded (bvls): exp(beta) in [e^-3, e^3] (am_rms), [1e-12, e^7] with keys of beta < -7 "
+                              "dropped and refilled, at most 3 rounds (am_omp), as the paper's reference code";
     r.setup["held_out_queries"] = static_cast<long long>(nheld);
     r.setup["budgets"] = "bits per value of the original cache; bytes = n * bits * 2 d / 8; kept = the most tokens whose "
                          "bytes (scheme bytes per token + bias bytes) fit (kvq::compact::tokens_within_bytes)";
     r.setup["methods"] =
         "streaming_llm: 4 sinks + recent; h2o: half heavy hitters over the reference queries, half recent; snapkv: "
         "observation window = last 32 reference queries, max pool 5, no recent tokens; random: Philox subset (seed); "
-        "am_rms / am_omp: Attention Matching (kvq::compact::attention_matching, default options)";
+        "am_rms / am_omp: Attention Matching (kvq::compact::attention_matching, default options but --am-fit)";
     r.setup["bias_dtype"] = cfg.names("bias-dtype").at(0);
     r.setup["reference"] = "double attention on the original K/V";
     r.setup["emulated"] = "fp32 attention (kvq::attention::storage_attention with per-key biases) on the stored kept "

@@ -1,4 +1,5 @@
 // Compaction then quantization: codec application, bias storage, byte accounting.
+#include <cstdint>
 #include <stdexcept>
 
 #include <catch2/catch.hpp>
@@ -7,6 +8,9 @@
 #include <kvq/compact/eviction.hpp>
 #include <kvq/compact/quantize.hpp>
 #include <kvq/compact/reference.hpp>
+#include <kvq/block/int_group.hpp>
+#include <kvq/core/float16.hpp>
+#include <kvq/kv/registry.hpp>
 
 #include "data.hpp"
 
@@ -83,4 +87,56 @@ TEST_CASE("byte accounting is exact and inverts") {
   CHECK_THROWS_AS(compacted_bytes(-1, 128.0, beta_storage::none), std::invalid_argument);
   CHECK_THROWS_AS(compacted_bytes(1, 0.0, beta_storage::none), std::invalid_argument);
   CHECK_THROWS_AS(tokens_within_bytes(-1.0, 128.0, beta_storage::none), std::invalid_argument);
+}
+
+TEST_CASE("KIVI int2 with fp16 scale and zero point: 3 bits per value, and the compaction byte budget") {
+  // Exact arithmetic, d = 128, group 32 (KIVI stores scale and zero point in the model
+  // dtype, fp16): per token of the head, K and V each hold 128 two-bit codes (32 bytes)
+  // and 128 / 32 = 4 (scale, zero) pairs of 2 + 2 bytes (16 bytes): 2 * 48 = 96 bytes
+  // for 2 * 128 values = 3 bits per value (2 + 2 * 16 / 32). fp32 scales: 4 bits.
+  CHECK(kvq::kv::find_scheme("kivi_int2_fp16").bits_per_value(128) == 3.0);
+  CHECK(kvq::kv::find_scheme("kivi_int2").bits_per_value(128) == 4.0);
+  CHECK(kvq::kv::find_scheme("kivi_int2_fp16").bits_per_value(64) == 3.0);
+  // The compaction study's budget at 3 bits, n = 4096: 4096 * 96 = 393216 bytes. bf16
+  // tokens with fp32 biases take 4 * 128 + 4 = 516 bytes: 762 fit (762 * 516 = 393192,
+  // 763 * 516 = 393708); FP8 tokens 2 * 128 + 4 = 260 bytes: 1512 (393120; 1513: 393380).
+  const double budget = 4096.0 * 3.0 * 2.0 * 128.0 / 8.0;
+  CHECK(budget == 393216.0);
+  CHECK(tokens_within_bytes(budget, 512.0, beta_storage::fp32) == 762);
+  CHECK(compacted_bytes(762, 512.0, beta_storage::fp32) == 393192.0);
+  CHECK(tokens_within_bytes(budget, 256.0, beta_storage::fp32) == 1512);
+  CHECK(compacted_bytes(1512, 256.0, beta_storage::fp32) == 393120.0);
+  // KIVI's own tokens fill the budget exactly: 4096 tokens of 96 bytes.
+  CHECK(tokens_within_bytes(budget, 96.0, beta_storage::none) == 4096);
+}
+
+TEST_CASE("KIVI int2 fp16: the stored scale and zero point are fp16 values") {
+  // Each group's scale and zero point must read back unchanged through kvq's fp16
+  // encode (float_to_fp16_rn, round to nearest even), or the 16-bit count above would
+  // undercount what the codec uses.
+  const kvq::block::kivi_group_fp16<2> r{};
+  const matrix_f x = gaussian_matrix(16, 32, 21, 1);
+  for (Eigen::Index row = 0; row < x.rows(); ++row) {
+    std::uint8_t codes[8];
+    float scale = 0.0f, zero = 0.0f;
+    float in[32];
+    for (int i = 0; i < 32; ++i) in[i] = 3.7f * x(row, i) + 0.123456789f;
+    r.quantize_block<kvq::block::f32_input>(in, {}, codes, &scale, &zero);
+    INFO("row " << row << " scale " << scale << " zero " << zero);
+    CHECK(kvq::fp16_to_float(kvq::float_to_fp16_rn(scale)) == scale);
+    CHECK(kvq::fp16_to_float(kvq::float_to_fp16_rn(zero)) == zero);
+    CHECK(scale > 0.0f);
+  }
+  // The fp32 recipe keeps fp32 scales: on the same inputs some scale is not an fp16 value.
+  const kvq::block::kivi_group<2> r32{};
+  int not_fp16 = 0;
+  for (Eigen::Index row = 0; row < x.rows(); ++row) {
+    std::uint8_t codes[8];
+    float scale = 0.0f, zero = 0.0f;
+    float in[32];
+    for (int i = 0; i < 32; ++i) in[i] = 3.7f * x(row, i) + 0.123456789f;
+    r32.quantize_block<kvq::block::f32_input>(in, {}, codes, &scale, &zero);
+    not_fp16 += kvq::fp16_to_float(kvq::float_to_fp16_rn(scale)) != scale;
+  }
+  CHECK(not_fp16 > 0);
 }
