@@ -1,9 +1,10 @@
 """kvq.run_study computes what `kvq study NAME` computes: for the outliers study's
 --quick grid (and an override), every CSV file the command writes is reproduced
 character for character from run_study's columns, formatted here in Python the way the
-CSV is specified (integers in decimal, reals with 10 significant digits, nan/inf, text
-quoted when it holds a comma, quote or newline). A number differing in its first 10
-significant digits, a missing or extra row, column or table fails the comparison.
+CSV is specified (integers in decimal, reals with 17 significant digits as the command
+writes them with --digits 17, nan/inf, text quoted when it holds a comma, quote or
+newline). 17 digits read back to the same double, so a number differing in any bit, a
+missing or extra row, column or table fails the comparison.
 
 The command is looked for at $KVQ_BIN, then build/release/kvq and build/ci-release/kvq
 of this repository; without it those tests are skipped. Bad input needs no command.
@@ -45,7 +46,7 @@ def csv_cell(v):
             return "nan"
         if math.isinf(v):
             return "inf" if v > 0 else "-inf"
-        return "%.10g" % v
+        return "%.17g" % v
     s = str(v)
     return '"' + s.replace('"', '""') + '"' if any(ch in s for ch in ',"\n') else s
 
@@ -69,7 +70,7 @@ def test_outliers_matches_the_command(tmp_path, args, grid):
     if exe is None:
         pytest.skip("the kvq command is not built (set KVQ_BIN or build the kvq_cli target)")
     out = tmp_path / "cli"
-    subprocess.run([exe, "study", "outliers", *args, "--threads", "2", "--out", str(out)], check=True,
+    subprocess.run([exe, "study", "outliers", *args, "--threads", "2", "--digits", "17", "--out", str(out)], check=True,
                    capture_output=True)
     grid = dict(grid)
     seed = grid.pop("seed", 1)
@@ -126,7 +127,7 @@ def test_every_study_matches_the_command(tmp_path, name):
     if exe is None:
         pytest.skip("the kvq command is not built (set KVQ_BIN or build the kvq_cli target)")
     out = tmp_path / "cli"
-    subprocess.run([exe, "study", name, "--quick", "--threads", "2", "--out", str(out)], check=True,
+    subprocess.run([exe, "study", name, "--quick", "--threads", "2", "--digits", "17", "--out", str(out)], check=True,
                    capture_output=True)
     r = kvq.run_study(name, quick=True, threads=2)
     files = sorted(p.name for p in out.glob("*.csv"))

@@ -58,6 +58,7 @@
 #include <Eigen/Dense>
 
 #include <kvq/compact/budget.hpp>
+#include <kvq/compact/dense_solve.hpp>
 #include <kvq/compact/nnls.hpp>
 #include <kvq/compact/reference.hpp>
 #include <kvq/compact/select.hpp>
@@ -197,7 +198,7 @@ inline std::vector<token_index> omp_select(const matrix_d& mass, const fit_vecto
   matrix_d g(0, 0);
   fit_vector atb(0), x(0);
   const double eps = std::numeric_limits<double>::epsilon();
-  const double bnorm = total.norm();
+  const double bnorm = fixed_norm(total);
   double trace = 0.0;
   const double* e = mass.data();
   fit_vector r = total;
@@ -373,8 +374,8 @@ inline mass_fit fit_mass(const matrix_d& kept_mass, const fit_vector& total, con
   f.beta.resize(static_cast<std::size_t>(f.weight.size()));
   for (Eigen::Index j = 0; j < f.weight.size(); ++j)
     f.beta[static_cast<std::size_t>(j)] = static_cast<float>(kvq::math::log(f.weight(j)));
-  const double bn = total.norm();
-  const double rn = (detail::times(kept_mass, f.weight) - total).norm();
+  const double bn = fixed_norm(total);
+  const double rn = fixed_norm(detail::times(kept_mass, f.weight) - total);
   f.relative_residual = bn > 0.0 ? rn / bn : rn;
   return f;
 }
@@ -399,7 +400,7 @@ inline value_fit fit_values(const matrix_d& x, const matrix_d& y, const matrix_f
   if (x.rows() != y.rows() || x.cols() != kept_values.rows() || y.cols() != kept_values.cols())
     throw std::invalid_argument("compact: value fit shapes disagree");
   const Eigen::Index m = x.rows(), t = x.cols(), d = y.cols();
-  const double lambda = ridge * x.squaredNorm() / static_cast<double>(t);
+  const double lambda = ridge * fixed_squared_norm(x) / static_cast<double>(t);
   const double sl = std::sqrt(lambda);
   const Eigen::Index extra = lambda > 0.0 ? t : 0;
   matrix_d a = matrix_d::Zero(m + extra, t);
@@ -410,14 +411,14 @@ inline value_fit fit_values(const matrix_d& x, const matrix_d& y, const matrix_f
     a(m + j, j) = sl;
     for (Eigen::Index c = 0; c < d; ++c) rhs(m + j, c) = sl * static_cast<double>(kept_values(j, c));
   }
-  const Eigen::ColPivHouseholderQR<matrix_d> qr(a);
+  const qr_solution qr = solve_least_squares_qr(a, rhs);
   value_fit f;
-  f.rank = static_cast<int>(qr.rank());
+  f.rank = qr.rank;
   f.columns = static_cast<int>(t);
-  if (qr.rank() < t) {
+  if (qr.rank < t) {
     f.fallback = true;
   } else {
-    const matrix_d c = qr.solve(rhs);
+    const matrix_d& c = qr.x;
     if (!c.allFinite()) {
       f.fallback = true;
     } else {
@@ -454,8 +455,8 @@ inline compaction_result fit_to_targets(const matrix_f& keys, const matrix_f& va
   dg.value_rank = vf.rank;
   dg.value_columns = vf.columns;
   dg.value_fallbacks = vf.fallback ? 1 : 0;
-  const double yn = tg.output.norm();
-  const double en = (weighted_values(x, r.values) - tg.output).norm();
+  const double yn = fixed_norm(tg.output);
+  const double en = fixed_norm(weighted_values(x, r.values) - tg.output);
   dg.output_residual = yn > 0.0 ? en / yn : en;
   return r;
 }

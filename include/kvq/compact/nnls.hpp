@@ -14,8 +14,9 @@
 ///     g = A^T (b - A x)
 ///
 /// The passive-set subproblems are solved on the normal equations G_PP z = (A^T b)_P
-/// with G = A^T A formed once, by LDLT (falling back to column-pivoting Householder QR,
-/// rank-revealing, when the block is numerically not positive definite). Forming
+/// with G = A^T A formed once, by LDL^T (falling back to column-pivoting Householder QR,
+/// rank-revealing, when the block is numerically not positive definite; both in
+/// compact/dense_solve.hpp, fixed order). Forming
 /// G squares the condition number; the result's residual is reported so a caller can
 /// see an inaccurate fit. Everything runs in a fixed order: deterministic.
 #pragma once
@@ -29,6 +30,7 @@
 
 #include <Eigen/Dense>
 
+#include <kvq/compact/dense_solve.hpp>
 #include <kvq/compact/types.hpp>
 
 namespace kvq {
@@ -80,6 +82,17 @@ inline fit_vector times(const matrix_d& a, const fit_vector& x) {
   return out;
 }
 
+// The rank-revealing fallback for a passive-set block that is not numerically positive
+// definite: the basic least-squares solution of G z = rhs.
+inline fit_vector solve_by_qr(const matrix_d& g, const fit_vector& rhs) {
+  matrix_d r(rhs.size(), 1);
+  for (Eigen::Index i = 0; i < rhs.size(); ++i) r(i, 0) = rhs(i);
+  const matrix_d z = solve_least_squares_qr(g, r).x;
+  fit_vector out(z.rows());
+  for (Eigen::Index i = 0; i < z.rows(); ++i) out(i) = z(i, 0);
+  return out;
+}
+
 }  // namespace detail
 
 /// Solution of a non-negative least-squares problem.
@@ -93,7 +106,7 @@ struct nnls_result {
 /// The default dual-feasibility tolerance: 10 * eps * max(m, n) * ||A||_F * ||b||_2.
 inline double nnls_default_tolerance(const matrix_d& a, const fit_vector& b) {
   const double eps = std::numeric_limits<double>::epsilon();
-  return 10.0 * eps * static_cast<double>(std::max(a.rows(), a.cols())) * a.norm() * b.norm();
+  return 10.0 * eps * static_cast<double>(std::max(a.rows(), a.cols())) * fixed_norm(a) * fixed_norm(b);
 }
 
 /// Lawson-Hanson NNLS on the normal equations: G = A^T A (n x n), atb = A^T b.
@@ -130,10 +143,8 @@ inline nnls_result nnls_normal(const matrix_d& g_full, const fit_vector& atb, in
     }
     // Cholesky (LDLT) of the SPD block first; a block that is numerically not positive
     // definite (dependent columns) goes to rank-revealing QR for a basic solution.
-    const Eigen::LDLT<matrix_d> ldlt(gp);
     fit_vector zp;
-    if (ldlt.info() == Eigen::Success && ldlt.isPositive()) zp = ldlt.solve(rhs);
-    if (zp.size() != k || !zp.allFinite()) zp = Eigen::ColPivHouseholderQR<matrix_d>(gp).solve(rhs);
+    if (!solve_spd_ldlt(gp, rhs, zp)) zp = detail::solve_by_qr(gp, rhs);
     fit_vector z = fit_vector::Zero(n);
     for (Eigen::Index r = 0; r < k; ++r) z(idx[static_cast<std::size_t>(r)]) = zp(r);
     return z;
@@ -215,7 +226,7 @@ inline nnls_result nnls(const matrix_d& a, const fit_vector& b, int max_iteratio
   if (a.cols() < 1) throw std::invalid_argument("compact: NNLS system has no columns");
   const double tol = tolerance < 0.0 ? nnls_default_tolerance(a, b) : tolerance;
   nnls_result res = nnls_normal(detail::gram(a), detail::transpose_times(a, b), max_iterations, tol);
-  res.residual_norm = (detail::times(a, res.x) - b).norm();
+  res.residual_norm = fixed_norm(detail::times(a, res.x) - b);
   return res;
 }
 
@@ -291,10 +302,8 @@ inline bvls_result bvls_normal(const matrix_d& g_full, const fit_vector& atb, do
         rhs(r) = acc;
         for (Eigen::Index c = 0; c < k; ++c) gp(r, c) = g_full(jr, idx[static_cast<std::size_t>(c)]);
       }
-      const Eigen::LDLT<matrix_d> ldlt(gp);
       fit_vector zp;
-      if (ldlt.info() == Eigen::Success && ldlt.isPositive()) zp = ldlt.solve(rhs);
-      if (zp.size() != k || !zp.allFinite()) zp = Eigen::ColPivHouseholderQR<matrix_d>(gp).solve(rhs);
+      if (!solve_spd_ldlt(gp, rhs, zp)) zp = detail::solve_by_qr(gp, rhs);
       bool inside = true;
       for (Eigen::Index r = 0; r < k; ++r)
         if (!(zp(r) > lower && zp(r) < upper)) inside = false;
@@ -398,7 +407,7 @@ inline bvls_result bvls(const matrix_d& a, const fit_vector& b, double lower, do
   if (a.cols() < 1) throw std::invalid_argument("compact: bounded least-squares system has no columns");
   const double tol = tolerance < 0.0 ? nnls_default_tolerance(a, b) : tolerance;
   bvls_result res = bvls_normal(detail::gram(a), detail::transpose_times(a, b), lower, upper, max_iterations, tol);
-  res.residual_norm = (detail::times(a, res.x) - b).norm();
+  res.residual_norm = fixed_norm(detail::times(a, res.x) - b);
   return res;
 }
 

@@ -2,7 +2,7 @@
 /// kvq/study/cli.hpp — the command line of a study, as `kvq study <name>` and every
 /// standalone study program take it (parsed with CLI11):
 ///
-///   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B] [--GRIDPARAM v1,v2,...] [--help]
+///   [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B] [--digits N] [--GRIDPARAM v1,v2,...] [--help]
 ///   studies that take Q/K/V also: [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre]
 ///                                       [--kv-treatments] [--non-causal]]
 ///
@@ -16,9 +16,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -68,6 +70,8 @@ inline const char* common_options_help() {
          "  --threads N    worker threads (default: all hardware threads); results are\n"
          "                 bit-identical for any N\n"
          "  --seed S       seed of the synthetic data (default 1)\n"
+         "  --digits N     significant digits of the reals in the CSV files (1 to 17, default\n"
+         "                 10; 17 reads back to the same bits, for comparing builds)\n"
          "  --max-memory B refuse a grid whose estimated memory exceeds B bytes (suffix K, M, G\n"
          "                 or T; default: the physical memory), before anything is written\n"
          "  --shard I/N    compute only shard I of N of the grid's tasks (needs --out) and write\n"
@@ -96,7 +100,7 @@ inline const char* kv_options_help() {
 /// `kvq study <name> --help`: grid options with defaults and allowed values, and every
 /// output column.
 inline std::string study_help(const study_def& d, const std::string& program = "kvq study") {
-  std::string s = "usage: " + program + " " + d.name + " [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B]" +
+  std::string s = "usage: " + program + " " + d.name + " [--quick] [--quiet] [--out DIR] [--threads N] [--seed S] [--shard I/N] [--max-memory B] [--digits N]" +
                   (d.kv.accepted ? " [--kv FILE [--kv-layer L] [--kv-head H] [--kv-rope post|pre] [--kv-treatments] [--non-causal]]" : "") +
                   " [grid options]\n\n" +
                   d.summary + "\n\n" + d.description + "\n\ngrid options (comma-separated lists; 1k = 1024):\n";
@@ -137,6 +141,7 @@ struct run_request {
   bool kv_given = false;  ///< --kv FILE
   kv_request kv;          ///< its layer, head and RoPE choice
   double max_memory = 0;  ///< --max-memory in bytes (0: the machine's physical memory)
+  int csv_digits = csv_default_digits;  ///< --digits: significant digits of reals in the CSV
 };
 
 /// --max-memory: bytes, with an optional binary suffix K, M, G or T ("64G").
@@ -272,6 +277,16 @@ inline std::size_t parse_kv_index(const std::string& opt, const std::string& v) 
   return static_cast<std::size_t>(std::stoll(v));
 }
 
+/// --digits: significant digits of the CSV's reals, 1 to 17.
+inline int parse_csv_digits(const std::string& v) {
+  char* end = nullptr;
+  errno = 0;
+  const long d = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || d < 1 || d > csv_exact_digits)
+    throw usage_error("--digits: '" + v + "' is not a digit count (allowed: 1 to 17)");
+  return static_cast<int>(d);
+}
+
 /// --threads: a thread count from 1 to 4096 (parse_int syntax, so 1k = 1024 is accepted).
 /// \throws usage_error naming the value and the allowed range otherwise.
 inline unsigned parse_threads(const std::string& v) {
@@ -335,8 +350,9 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   CLI::Option* o_threads = app.add_option("--threads", threads);
   CLI::Option* o_seed = app.add_option("--seed", seed);
   CLI::Option* o_shard = app.add_option("--shard", shard);
-  std::string max_memory;
+  std::string max_memory, digits;
   CLI::Option* o_max_memory = app.add_option("--max-memory", max_memory);
+  CLI::Option* o_digits = app.add_option("--digits", digits);
   std::map<std::string, std::vector<std::string>> grid;
   std::vector<std::pair<std::string, CLI::Option*>> grid_opts;
   for (const auto& p : def.params) {
@@ -351,7 +367,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   CLI::Option* o_kv_rope = app.add_option("--kv-rope", kv_rope_text);
   CLI::Option* o_kv_treatments = app.add_flag("--kv-treatments", kv_treatments);
   CLI::Option* o_non_causal = app.add_flag("--non-causal", non_causal);
-  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard, o_max_memory, o_kv, o_kv_layer, o_kv_head, o_kv_rope})
+  for (CLI::Option* o : {o_out, o_threads, o_seed, o_shard, o_max_memory, o_digits, o_kv, o_kv_layer, o_kv_head, o_kv_rope})
     o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   try {
     app.parse(std::vector<std::string>(args.rbegin(), args.rend()));
@@ -379,6 +395,7 @@ inline run_request parse_run_request(const study_def& def, const std::vector<std
   if (o_threads->count()) req.threads = parse_threads(threads);
   if (o_seed->count()) req.seed = parse_seed(seed);
   if (o_max_memory->count()) req.max_memory = parse_max_memory(max_memory);
+  if (o_digits->count()) req.csv_digits = parse_csv_digits(digits);
   if (o_shard->count()) {
     req.shard = parse_shard(shard);
     req.sharded = true;
@@ -529,6 +546,7 @@ inline int run_from_command_line(const study_def& def, const std::vector<std::st
   info.seed = req.seed;
   info.quick = req.quick;
   info.threads = req.threads;
+  info.csv_digits = req.csv_digits;
   info.started_utc = utc_now();
   const auto t0 = std::chrono::steady_clock::now();
   const result r = def.run(ctx);

@@ -49,6 +49,7 @@ inline json partial_json(const study_def& def, const config& cfg, const shard_st
   j["shard"] = json{{"index", st.spec.index}, {"count", st.spec.count}};
   j["command"] = info.command;
   j["threads"] = info.threads;
+  if (info.csv_digits != csv_default_digits) j["csv_digits"] = info.csv_digits;
   j["timing"] = json{{"started_utc", info.started_utc}, {"wall_seconds", info.wall_seconds}};
   j["calls"] = st.calls;
   return j;
@@ -247,7 +248,13 @@ inline merged_run merge_study(const study_def& def, const std::vector<const part
   double wall = 0;
   std::string started;
   for (const partial_result* p : shards) {
-    if (p->spec.index == 1) m.info.threads = p->data.value("threads", 0u);
+    if (p->spec.index == 1) {
+      m.info.threads = p->data.value("threads", 0u);
+      m.info.csv_digits = p->data.value("csv_digits", csv_default_digits);
+      if (m.info.csv_digits < 1 || m.info.csv_digits > csv_exact_digits)
+        throw usage_error("merge: " + p->path + ": csv_digits " + std::to_string(m.info.csv_digits) +
+                          " is not 1 to 17");
+    }
     const json t = p->data.value("timing", json::object());
     wall += t.value("wall_seconds", 0.0);
     const std::string s0 = t.value("started_utc", std::string());

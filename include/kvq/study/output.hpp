@@ -333,6 +333,8 @@ struct run_info {
   std::string started_utc;
   /// Wall time of the run in seconds.
   double wall_seconds = 0;
+  /// Significant digits of the reals in the CSV files (--digits).
+  int csv_digits = csv_default_digits;
 };
 
 /// The JSON of a run.
@@ -344,6 +346,7 @@ inline json run_json(const study_def& def, const config& cfg, const result& r, c
   meta["command"] = info.command;
   meta["seed"] = info.seed;  // unsigned 64-bit: 2^64 - 1 is written as such
   meta["quick"] = info.quick;
+  if (info.csv_digits != csv_default_digits) meta["csv_digits"] = info.csv_digits;
   meta["threads"] = info.threads;
   meta["grid"] = cfg.to_json();
   meta["setup"] = r.setup;
@@ -371,7 +374,7 @@ inline file_set run_files(const study_def& def, const config& cfg, const result&
   file_set files;
   for (const auto& t : r.tables)
     files.emplace_back((fs::path(dir) / (def.name + (t.name.empty() ? "" : "_" + t.name) + ".csv")).string(),
-                       to_csv(t));
+                       to_csv(t, info.csv_digits));
   files.emplace_back((fs::path(dir) / (def.name + ".json")).string(), dump_json(run_json(def, cfg, r, info), 2) + "\n");
   return files;
 }

@@ -94,15 +94,22 @@ struct result {
   json setup = json::object();        // shapes, generator settings, scheme details
 };
 
-/// CSV: doubles with 10 significant digits — deterministic text of deterministic bits.
-inline std::string csv_cell(const cell& c) {
+/// The significant digits of reals in a study's CSV unless --digits says otherwise.
+inline constexpr int csv_default_digits = 10;
+/// The digits that round-trip every double (printf "%.17g" read back gives the same bits).
+inline constexpr int csv_exact_digits = 17;
+
+/// CSV: doubles with `digits` significant digits (10 by default: deterministic text of
+/// deterministic bits; 17 writes every double so that it reads back to the same bits,
+/// which is what the cross-build tests compare).
+inline std::string csv_cell(const cell& c, int digits = csv_default_digits) {
   switch (c.k) {
     case cell::kind::integer: return std::to_string(c.i);
     case cell::kind::real: {
       if (std::isnan(c.d)) return "nan";
       if (std::isinf(c.d)) return c.d > 0 ? "inf" : "-inf";
       char b[40];
-      std::snprintf(b, sizeof b, "%.10g", c.d);
+      std::snprintf(b, sizeof b, "%.*g", digits, c.d);
       return b;
     }
     case cell::kind::text: {
@@ -116,8 +123,9 @@ inline std::string csv_cell(const cell& c) {
   return {};
 }
 
-/// The CSV text of t: the header line, then one line per row (cells by csv_cell()).
-inline std::string to_csv(const table& t) {
+/// The CSV text of t: the header line, then one line per row (cells by csv_cell() with
+/// `digits` significant digits for reals).
+inline std::string to_csv(const table& t, int digits = csv_default_digits) {
   std::string out;
   for (std::size_t i = 0; i < t.columns.size(); ++i) {
     if (i) out += ',';
@@ -127,7 +135,7 @@ inline std::string to_csv(const table& t) {
   for (const auto& r : t.rows) {
     for (std::size_t i = 0; i < r.size(); ++i) {
       if (i) out += ',';
-      out += csv_cell(r[i]);
+      out += csv_cell(r[i], digits);
     }
     out += '\n';
   }
