@@ -375,6 +375,11 @@ study_def definition() {
       else if (row[0].s == baseline)
         std::snprintf(b, sizeof b, "%s: the reference of the gap (its own rate beyond 32k: %.3f%%)", row[0].s.c_str(),
                       100 * row[3].d);
+      else if (std::isnan(row[10].d))  // no discordant query: the discordance, and so the power, is unknown
+        std::snprintf(b, sizeof b,
+                      "%s: %s (gap to bf16 beyond 32k, pooled: %+.3f pp, 95%% paired interval %+.3f to %+.3f pp; "
+                      "no discordant query, so no power estimate)",
+                      row[0].s.c_str(), row[11].s.c_str(), 100 * row[6].d, 100 * row[7].d, 100 * row[8].d);
       else
         std::snprintf(b, sizeof b,
                       "%s: %s (gap to bf16 beyond 32k, pooled: %+.3f pp, 95%% paired interval %+.3f to %+.3f pp; "
