@@ -84,6 +84,8 @@ TEST_CASE("newcombe_paired reproduces Newcombe 1998 Table III (method 10)") {
   // No units: no estimate, the whole range.
   const auto none = kvq::study::newcombe_paired(0, 0, 0, 0);
   CHECK((std::isnan(none.diff) && none.low == -1.0 && none.high == 1.0));
+  CHECK_THROWS_AS(kvq::study::newcombe_paired(1, 2, 3, 4, 0.0), std::invalid_argument);
+  CHECK_THROWS_AS(kvq::study::newcombe_paired(1, 2, 3, 4, std::nan("")), std::invalid_argument);
 }
 
 // The pairing matters: with most events shared (large phi) the paired interval is

@@ -65,8 +65,11 @@ struct paired_difference {
 /// outcome (the concordant pairs) narrow it through phi; the unpaired interval for two
 /// independent proportions (Newcombe's method 10 of the companion paper, Stat Med
 /// 17:873-890) ignores them and is wider when the outcomes are positively correlated.
+/// Throws std::invalid_argument for a z that is not finite and positive.
 inline paired_difference newcombe_paired(std::size_t both, std::size_t first_only, std::size_t second_only,
                                          std::size_t neither, double z = 1.959963984540054) {
+  if (!(std::isfinite(z) && z > 0))
+    throw std::invalid_argument("newcombe_paired: z " + std::to_string(z) + " is not a positive finite number");
   const std::size_t n = both + first_only + second_only + neither;
   if (n == 0) return {std::nan(""), -1.0, 1.0};
   const double nn = static_cast<double>(n);
