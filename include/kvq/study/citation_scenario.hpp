@@ -27,6 +27,26 @@ namespace kvq::study::lab {
 
 using kvq::matrix_f;
 
+/// splitmix64's finaliser (Steele, Lea & Flood, "Fast splittable pseudorandom number
+/// generators", OOPSLA 2014): a bijective 64-bit mixer, so distinct inputs give distinct
+/// seeds.
+constexpr std::uint64_t mix_seed(std::uint64_t z) noexcept {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/// The scenario seed of context `index` (0-based) of length `n` tokens in a run with base
+/// seed `seed`. The scenario's draws are counter-based, keyed by the seed and the token
+/// index, so two lengths built from one seed would share their keys (a 128k context would
+/// hold the 64k one's first 64k keys, and their false citations would be correlated):
+/// the length enters the seed, which gives every (seed, index, length) its own stream and
+/// makes results at different lengths independent samples.
+constexpr std::uint64_t context_seed(std::uint64_t seed, std::uint64_t index, std::uint64_t n) noexcept {
+  return mix_seed(mix_seed(seed * 1000003ull + index) ^ n);
+}
+
 /// The scenario of one context: `n` tokens, `queries` citation spans of `span` tokens,
 /// head dimension `head_dim`; `stream` selects the counter-based stream of the span
 /// placement (the policy and compaction studies use 1, the citations study 0).
