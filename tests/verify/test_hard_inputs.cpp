@@ -467,7 +467,7 @@ TEST_CASE("a kernel in each order verifies under its name and is identified unde
     std::string scheme;
     oracle::result (*run)(const std::vector<float>&);
   };
-  const std::vector<kernel> nvfp4 = {
+  const std::vector<kernel> kernels = {
       {"nvfp4_te", [](const std::vector<float>& x) { return oracle::te_nvfp4(x, false); }},
       {"nvfp4_te_enc_div", [](const std::vector<float>& x) { return oracle::te_nvfp4(x, true); }},
       {"nvfp4_torchao", [](const std::vector<float>& x) { return oracle::torchao_nvfp4(x, false); }},
@@ -476,13 +476,17 @@ TEST_CASE("a kernel in each order verifies under its name and is identified unde
        [](const std::vector<float>& x) {
          return oracle::vllm_nvfp4(x, oracle::amax_torch(x.data(), x.size()) / 2688.0f, false, false);
        }},
+      {"nvfp4_vllm_4over6",
+       [](const std::vector<float>& x) {
+         return oracle::vllm_nvfp4(x, oracle::amax_torch(x.data(), x.size()) / 2688.0f, true, true);
+       }},
       {"mxfp8_e4m3_floor", [](const std::vector<float>& x) { return oracle::mx(x, oracle::E4M3, 0); }},
       {"mxfp8_e4m3_rceil", [](const std::vector<float>& x) { return oracle::mx(x, oracle::E4M3, 1); }},
       {"mxfp8_e4m3_rceil_torchao", [](const std::vector<float>& x) { return oracle::mx(x, oracle::E4M3, 2); }},
       {"mxfp4_floor", [](const std::vector<float>& x) { return oracle::mx(x, oracle::E2M1, 0); }},
       {"mxfp4_rceil", [](const std::vector<float>& x) { return oracle::mx(x, oracle::E2M1, 1); }},
   };
-  for (const kernel& k : nvfp4) {
+  for (const kernel& k : kernels) {
     const std::vector<float> x = hard_inputs(k.scheme, rows, cols, 2);
     const oracle::result r = k.run(x);
     const std::vector<std::uint8_t> codes(r.codes.begin(), r.codes.end());  // one code per byte
