@@ -59,7 +59,9 @@
 /// first, the rest cut at rows x cols), then random floats.
 ///
 /// The search is exact: an element counted as a tie is one whose scaled value equals the
-/// midpoint bit for bit under kvq's recipe. A recipe whose element scaling depends on the
+/// midpoint bit for bit under kvq's recipe (for recipes that need a hardware instruction
+/// model, nvfp4_vllm* and the per-token-head stores, under the registry's IEEE model: a
+/// kernel's rcp.approx may land one float off some of those ties). A recipe whose element scaling depends on the
 /// whole block (the 4over6 scale search picks its candidate from every element) gets its
 /// ties placed element by element and may lose some to a later candidate switch.
 #pragma once
