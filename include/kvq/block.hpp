@@ -5,6 +5,7 @@
 /// behaviour), with their bit-exactness against the reference GPU kernels today:
 /// ~~~
 ///   nvfp4_te                    TransformerEngine / cuBLAS NVFP4           bit-exact
+///   nvfp4_te_enc_div            TE NVFP4, rowwise order (S_enc / SF)       bit-exact
 ///   nvfp4_torchao               torchao NVFP4, single-level                bit-exact
 ///   nvfp4_torchao_two_level     torchao NVFP4 with per_tensor_scale        bit-exact
 ///   nvfp4_vllm<Instr>           vLLM NVFP4 KV-cache store (rcp.approx)     needs instruction model

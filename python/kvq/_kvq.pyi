@@ -2,6 +2,7 @@
 Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).
 """
 
+import typing
 from typing import Any
 
 import numpy
@@ -292,6 +293,10 @@ class Explanation:
         """scales differing only in NaN bits"""
 
     @property
+    def matches(self) -> list[str]:
+        """on a mismatch: the other schemes of the same format (element format, scale format, block size) whose codes and scales equal the kernel's exactly, i.e. the operation order the kernel follows; empty when none does or when the output matched"""
+
+    @property
     def mismatches(self) -> list[ElementMismatch]:
         """every mismatching element (ElementMismatch)"""
 
@@ -357,6 +362,11 @@ class Report:
     def __str__(self) -> str: ...
 
     def __repr__(self) -> str: ...
+
+def hard_inputs(scheme: str, shape: typing.Sequence[int], seed: int = 1) -> numpy.typing.NDArray[numpy.float32]:
+    """
+    A float32 array of `shape` (C order; the last dimension is the row, a multiple of the scheme's block size) that separates every rounding decision of the scheme's recipe: elements exactly on the element format's rounding midpoints after the recipe's own scaling, block amaxes on both sides of every scale boundary (e4m3 midpoints, powers of two), zero and subnormal blocks, NaN/Inf where the recipe defines them, and (two-level recipes) the tensor amax. A kernel that rounds ties away from zero, truncates, divides instead of multiplying by a reciprocal or rounds its scale the other way matches kvq on random input but not on these. Deterministic in (scheme, shape, seed). See kvq/verify/hard_inputs.hpp.
+    """
 
 def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, rounding: str | None = None, overflow: str | None = None, max_listed: int = 10) -> Report:
     """

@@ -36,6 +36,7 @@
 #include <kvq/kv/store.hpp>
 #include <kvq/verify/check.hpp>
 #include <kvq/verify/compare.hpp>
+#include <kvq/verify/hard_inputs.hpp>
 
 namespace nb = nanobind;
 
@@ -876,6 +877,10 @@ NB_MODULE(_kvq, m) {
                      return r.has_explanation ? nb::cast(r.explained) : nb::none();
                    },
                    "block schemes that differ: the Explanation of every mismatch, else None")
+      .def_ro("matches", &vf::verify_report::matches,
+              "on a mismatch: the other schemes of the same format (element format, scale format, block size) "
+              "whose codes and scales equal the kernel's exactly, i.e. the operation order the kernel follows; "
+              "empty when none does or when the output matched")
       .def_prop_ro("mismatches", [](const vf::verify_report& r) { return r.explained.elements_listed; },
                    "every mismatching element explained (ElementMismatch; empty when all match or for element "
                    "formats)")
@@ -891,6 +896,30 @@ NB_MODULE(_kvq, m) {
       .def("__repr__", [](const vf::verify_report& r) {
         return "kvq.verify(" + r.scheme + "): " + vf::summary_line(r) + " (str() for the table)";
       });
+
+  m.def(
+      "hard_inputs",
+      [](const std::string& scheme, const std::vector<std::size_t>& shape, std::uint64_t seed) {
+        if (shape.empty()) throw nb::value_error("kvq.hard_inputs: shape must have at least one dimension");
+        std::size_t rows = 1;
+        for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+        try {
+          std::vector<float> x = vf::hard_inputs(scheme, rows, shape.back(), seed);
+          return to_numpy(std::move(x), shape);
+        } catch (const std::invalid_argument& e) {
+          throw nb::value_error((std::string("kvq.") + e.what()).c_str());
+        }
+      },
+      nb::arg("scheme"), nb::arg("shape"), nb::arg("seed") = 1,
+      nb::sig("def hard_inputs(scheme: str, shape: typing.Sequence[int], seed: int = 1) -> "
+              "numpy.typing.NDArray[numpy.float32]"),
+      "A float32 array of `shape` (C order; the last dimension is the row, a multiple of the scheme's block "
+      "size) that separates every rounding decision of the scheme's recipe: elements exactly on the element "
+      "format's rounding midpoints after the recipe's own scaling, block amaxes on both sides of every scale "
+      "boundary (e4m3 midpoints, powers of two), zero and subnormal blocks, NaN/Inf where the recipe defines them, "
+      "and (two-level recipes) the tensor amax. A kernel that rounds ties away from zero, truncates, divides "
+      "instead of multiplying by a reciprocal or rounds its scale the other way matches kvq on random input but "
+      "not on these. Deterministic in (scheme, shape, seed). See kvq/verify/hard_inputs.hpp.");
 
   m.def("verify", &verify_py,
         nb::sig("def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, "

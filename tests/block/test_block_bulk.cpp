@@ -107,6 +107,7 @@ void check_mx(const char* label) {
 TEST_CASE("fast paths are compiled where expected", "[block][bulk]") {
 #if defined(KVQ_BLOCK_SIMD)
   CHECK(kb::bulk::has_quantize<kb::nvfp4_te, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::nvfp4_te_enc_div, kb::f32_input>::value);
   CHECK(kb::bulk::has_quantize<kb::nvfp4_vllm<>, kb::f32_input>::value);
   CHECK(kb::bulk::has_quantize<kb::mxfp4_floor, kb::f32_input>::value);
   CHECK(kb::bulk::has_quantize<kb::mxfp8_e4m3_rceil, kb::f32_input>::value);
@@ -124,6 +125,7 @@ TEST_CASE("NVFP4 fast paths equal the per-block reference", "[block][bulk]") {
   kb::nvfp4_te div;
   div.inverse = kb::nvfp4_te::inverse_rule::enc_div_scale;
   check_scheme(div, "nvfp4_te enc_div_scale");
+  check_scheme(kb::nvfp4_te_enc_div{}, "nvfp4_te_enc_div");
   check_scheme(kb::nvfp4_vllm<kvq::instr::ieee>{}, "nvfp4_vllm ieee");
   check_scheme(kb::nvfp4_vllm<kvq::instr::ieee_fma>{}, "nvfp4_vllm ieee_fma");
   check_scheme(kb::nvfp4_vllm_4over6<>{}, "nvfp4_vllm_4over6");

@@ -47,6 +47,13 @@ std::vector<std::string> read_lines(const std::string& path, bool gz) {
   } else {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) throw bad_input("cannot open " + path);
+    // gzip's magic bytes: the lines would be compressed binary, and their count wrong.
+    const int m0 = std::fgetc(f), m1 = std::fgetc(f);
+    if (m0 == 0x1F && m1 == 0x8B) {
+      std::fclose(f);
+      throw bad_input(path + " looks gzip-compressed; pass --gz");
+    }
+    std::rewind(f);
     while (std::fgets(buf, sizeof buf, f) != nullptr) {
       cur += buf;
       if (cur.back() == '\n') {
@@ -152,6 +159,17 @@ int cmd_mma(const std::vector<std::string>& args) {
     if (!c_path.empty() && C.size() != A.size())
       throw bad_input(c_path + " has " + std::to_string(C.size()) + " lines, " + a_path + " has " +
                       std::to_string(A.size()));
+    // The recorded H100 fp8 run used c = 0 (wgmma); the preset's alignment of a nonzero c
+    // is the paper's model, not a record (docs/mma.md). Say so rather than disagree silently
+    // with the recorded d when the recorded c_ file is passed.
+    bool nonzero_c = false;
+    if (a == kvq::mma::arch::sm_90 && (in == kvq::mma::input_format::e4m3 || in == kvq::mma::input_format::e5m2))
+      for (std::size_t i = 0; i < C.size() && !nonzero_c; ++i)
+        nonzero_c = parse_binary_line(C[i], c_path + " line " + std::to_string(i + 1)) != 0.0f;
+    if (nonzero_c)
+      std::fputs("kvq mma: note: sm_90 fp8 with c != 0 follows the model, not a hardware record (the recorded H100 "
+                 "fp8 run used c = 0, so its c_ file is not the c of its d_ file: replay it without --c)\n",
+                 stderr);
     std::string result;
     result.reserve(A.size() * 33);
     for (std::size_t i = 0; i < A.size(); ++i) {

@@ -5,7 +5,7 @@
 //   PROG --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [--tensor-value V]
 //        [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]
 //        [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]
-//   PROG --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S] [--scale-layout L]
+//   PROG --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S] [--scale-layout L] [--hard]
 //
 // --dump writes one CSV row per mismatching element of a block scheme
 // (kvq/verify/explain.hpp: write_mismatch_csv, atomic), a header only when all match.
@@ -32,7 +32,7 @@ inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
      << "         [--tensor-value V] [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]\n"
      << "         [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
      << "       " << prog << " --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
-     << "         [--scale-layout rowmajor|swizzled128x4]\n"
+     << "         [--scale-layout rowmajor|swizzled128x4] [--hard]\n"
      << "       " << prog << " --list-schemes | --help\n"
      << "Quantizes X with kvq's scheme NAME (an element format such as e4m3, or a registry scheme\n"
      << "such as nvfp4_te) and compares the result with the codes (and block scales) bit for bit.\n"
@@ -41,7 +41,10 @@ inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
      << "--scale-layout swizzled128x4 reads uint8 block scales in cuBLAS/TransformerEngine's 128x4\n"
      << "tiles. Block-scheme mismatches are explained and classed: scale (the block's scale differs;\n"
      << "its codes count under it), element (same scale, other code), nan (NaN bits only);\n"
-     << "--dump FILE writes every mismatching element as CSV.\n"
+     << "--dump FILE writes every mismatching element as CSV. On a mismatch the other schemes of the\n"
+     << "same format are tried, and one the kernel matches exactly is named (\"matches NAME exactly\").\n"
+     << "--make-example --hard writes inputs that separate every rounding decision of the recipe\n"
+     << "(exact ties after scaling, scale-rounding boundaries, zero/subnormal/NaN/Inf blocks).\n"
      << "Exit status: 0 match, 1 mismatch, 2 bad usage or input.\n";
 }
 
@@ -53,11 +56,12 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
   try {
     CLI::App app{"kvq .npy verifier", prog};
     app.set_help_flag();
-    bool help = false, list = false;
+    bool help = false, list = false, hard = false;
     v::npy_verify_request req;
     std::string scheme, make_dir, tensor_value, rounding, overflow, max_report, rows_s, cols_s, seed_s, layout_s, dump;
     app.add_flag("-h,--help", help);
     app.add_flag("--list-schemes", list);
+    CLI::Option* o_hard = app.add_flag("--hard", hard);
     CLI::Option* o_scheme = app.add_option("--scheme", scheme);
     CLI::Option* o_input = app.add_option("--input", req.input);
     CLI::Option* o_codes = app.add_option("--codes", req.codes);
@@ -126,10 +130,11 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
       if (make_dir.empty()) throw std::invalid_argument("--make-example: empty directory name");
       if (kvq::detail::checked_mul(rows, cols, "--rows x --cols") > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
       if (o_dump->count()) throw std::invalid_argument("--dump applies to verifying, not to --make-example");
-      const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed, req.layout);
+      const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed, req.layout, hard);
       out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";
       return 0;
     }
+    if (o_hard->count()) throw std::invalid_argument("--hard applies to --make-example");
     if (!o_scheme->count()) throw std::invalid_argument("--scheme is required (see --list-schemes)");
     if (req.input.empty()) throw std::invalid_argument("--input is required");
     if (req.codes.empty()) throw std::invalid_argument("--codes is required");

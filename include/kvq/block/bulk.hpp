@@ -422,13 +422,18 @@ template <class S>
 struct mx_fast_quantize<S, std::enable_if_t<mx_fast_format<S>::value>>
     : std::bool_constant<S::element_rounding == rounding::nearest_even> {};
 
+/// TransformerEngine's NVFP4 recipes (both orders share the fast path, which reads `inverse`).
+template <class S>
+struct is_te_nvfp4
+    : std::bool_constant<std::is_same<S, nvfp4_te>::value || std::is_same<S, nvfp4_te_enc_div>::value> {};
+
 /// Whether `quantize<S, In>` / `dequantize<S>` have a fast path here.
 template <class S, class In>
 struct has_quantize
     : std::bool_constant<
 #if defined(KVQ_BLOCK_SIMD)
           std::is_same<In, f32_input>::value &&
-          (std::is_same<S, nvfp4_te>::value || is_vllm_nvfp4<S>::value ||
+          (is_te_nvfp4<S>::value || is_vllm_nvfp4<S>::value ||
            mx_fast_quantize<S>::value)
 #else
           false
@@ -440,7 +445,7 @@ template <class S>
 struct has_dequantize
     : std::bool_constant<
 #if defined(KVQ_BLOCK_SIMD)
-          std::is_same<S, nvfp4_te>::value || is_vllm_nvfp4_any<S>::value || mx_fast_format<S>::value
+          is_te_nvfp4<S>::value || is_vllm_nvfp4_any<S>::value || mx_fast_format<S>::value
 #else
           false
 #endif
@@ -465,7 +470,7 @@ KVQ_FORCEINLINE void prefetch_ahead(const float* p, std::size_t offset_bytes, st
 template <class S>
 inline void quantize_blocks(const S& s, const typename S::params& p, const float* x, std::size_t nb,
                             std::uint8_t* codes, std::uint8_t* scales) noexcept {
-  if constexpr (std::is_same<S, nvfp4_te>::value) {
+  if constexpr (is_te_nvfp4<S>::value) {
     const float fp4_max_inv = 1.0f / 6.0f;
     const float enc = p.s_enc * fp4_max_inv;  // nvfp4_te::quantize_block: bamax * (s_enc * (1/6))
     // The element multiplier depends only on the scale byte (and the tensor constants):
@@ -585,7 +590,7 @@ template <class S>
 inline void dequantize_blocks(const S& s, const typename S::params& p, const std::uint8_t* codes,
                               const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
   (void)s;
-  if constexpr (std::is_same<S, nvfp4_te>::value) {
+  if constexpr (is_te_nvfp4<S>::value) {
     const float factor_inv = static_cast<float>(1.0 / (6.0 * 448.0));
     float mul_of[256];  // nvfp4_te::dequantize_block's block factor for every scale byte
     for (int c = 0; c < 256; ++c) {

@@ -229,6 +229,26 @@ struct nvfp4_te : nvfp4_layout {
   }
 };
 
+/// TransformerEngine's other NVFP4 order, as its own recipe: the element multiplier is
+/// __fdiv_rn(S_enc, float(SF)) (transformer_engine/common/cast/nvfp4/quantize_nvfp4.cuh,
+/// the rowwise kernel shared with the MXFP8 colwise path) instead of
+/// fminf(1 / (float(SF) * S_dec), FLT_MAX) (quantize_transpose_nvfp4.cuh and
+/// reference_nvfp4.py, nvfp4_te). Everything else (S_enc, SF, tensor value, dequantize,
+/// bad input) is nvfp4_te's; SF = 0 gives S_enc / 0 = +Inf, so nonzero x saturate to ±6
+/// as under nvfp4_te, and 0 * Inf = NaN stores e2m1(NaN) (kvq::encode's NaN result).
+/// The two orders differ in the last bit of the multiplier for some (S_enc, SF) pairs,
+/// which moves an element that lands on an e2m1 midpoint under one order off it under
+/// the other.
+struct nvfp4_te_enc_div : nvfp4_te {
+  /// Recipe name, unique per recipe type (tables, reports, kv::format_name).
+  static constexpr const char* name = "nvfp4_te_enc_div";
+  /// The reference implementation the recipe reproduces (files and functions).
+  static constexpr const char* source =
+      "TransformerEngine transformer_engine/common/cast/nvfp4/quantize_nvfp4.cuh (S_enc / SF), core_nvfp4.cuh";
+  /// The recipe with inverse_rule::enc_div_scale.
+  KVQ_HD constexpr nvfp4_te_enc_div() noexcept : nvfp4_te{} { inverse = inverse_rule::enc_div_scale; }
+};
+
 // ---------------------------------------------------------------------------------
 /// vLLM NVFP4 KV-cache store (nvfp4_kv_cache_kernels.cu, nvfp4_utils.cuh
 /// cvt_warp_fp16_to_fp4), with its rcp.approx.ftz.f32 reciprocals taken from Instr;

@@ -355,6 +355,10 @@ inline registry::registry() {
               b::int8_per_token_head{}, R::none);
   add_builtin("nvfp4_te", "NVFP4 (e2m1, 16-element ue4m3 scales), TransformerEngine recipe, tensor amax from the data",
               b::nvfp4_te{}, R::from_amax);
+  add_builtin("nvfp4_te_enc_div",
+              "NVFP4, TransformerEngine's rowwise order (elements times S_enc / SF, quantize_nvfp4.cuh), "
+              "tensor amax from the data",
+              b::nvfp4_te_enc_div{}, R::from_amax);
   add_builtin("nvfp4_vllm", "NVFP4, vLLM KV-cache store, k_scale = amax/2688 (IEEE model of rcp.approx)",
               b::nvfp4_vllm<>{}, R::from_amax);
   add_builtin("nvfp4_vllm_4over6", "NVFP4, vLLM 4over6 scale search (IEEE model of rcp.approx)",

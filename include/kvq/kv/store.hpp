@@ -52,7 +52,7 @@ enum class kv_role : unsigned char { key, value };
 
 /// Every storage format a KV store can use: high precision, or one of the block recipes.
 using kv_format =
-    std::variant<hp_format, block::nvfp4_te, block::nvfp4_vllm<>, block::nvfp4_vllm_4over6<>, block::nvfp4_torchao,
+    std::variant<hp_format, block::nvfp4_te, block::nvfp4_te_enc_div, block::nvfp4_vllm<>, block::nvfp4_vllm_4over6<>, block::nvfp4_torchao,
                  block::nvfp4_torchao_two_level, block::mxfp8_e4m3_floor, block::mxfp8_e5m2_floor,
                  block::mxfp6_e3m2_floor, block::mxfp6_e2m3_floor, block::mxfp4_floor, block::mxfp8_e4m3_rceil,
                  block::mxfp8_e5m2_rceil, block::mxfp6_e3m2_rceil, block::mxfp6_e2m3_rceil, block::mxfp4_rceil,

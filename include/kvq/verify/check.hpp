@@ -124,6 +124,11 @@ struct verify_options {
   scale_layout layout = scale_layout::row_major;
   /// Explain the mismatches of block schemes (block, amax, scales, class).
   bool explain = true;
+  /// On a block-scheme mismatch, quantize the input with the other registry schemes of the
+  /// same format (element format, scale format, block size: nvfp4_te, nvfp4_te_enc_div,
+  /// nvfp4_vllm, nvfp4_torchao, ...; mxfp8_e4m3_floor, mxfp8_e4m3_rceil, ...) and report
+  /// those whose output equals the kernel's bit for bit (verify_report::matches).
+  bool identify = true;
 };
 
 /// Where the tensor value of a report came from.
@@ -168,6 +173,10 @@ struct verify_report {
   bool has_explanation = false;
   /// The explanation (when has_explanation; empty otherwise, so its CSV is the header).
   explanation explained;
+  /// On a mismatch (verify_options::identify): the other schemes of the same format whose
+  /// codes and scales equal the kernel's exactly, in registry order. Each is an operation
+  /// order the kernel follows; empty when none does or the output matched.
+  std::vector<std::string> matches;
   /// True if the codes and (when compared) the scales match.
   bool ok() const { return codes.ok() && (!has_scales || scales.ok()); }
 };
@@ -215,6 +224,10 @@ struct quantized {
 
 struct scheme_entry {
   verifiable_scheme info;
+  // Element format, scale format and block size ("e2m1/e4m3/16"); empty for element
+  // formats. Entries of one family are the orders check() tries on a mismatch.
+  std::string family;
+  kvq::block::tensor_kind tensor = kvq::block::tensor_kind::none;
   std::function<quantized(const check_io&)> quantize;
   std::function<verify_report(const check_io&)> verify;
   std::function<std::vector<float>()> edge_cases;  // of the element format
@@ -429,6 +442,16 @@ scheme_entry block_entry(const kvq::kv::scheme& reg) {
   e.info.block_size = row_block<S>() ? 0 : S{}.block_size();
   e.info.element_bits = S::storage_bits;
   e.info.explained = is_minifloat<E>::value;
+  e.tensor = S::tensor;
+  {
+    std::string sf = "none";
+    if constexpr (std::is_same<typename S::scale_type, float>::value) sf = "f32";
+    else if constexpr (S::scale_bytes > 0) sf = format_name<typename S::scale_format>();
+    std::string el;
+    if constexpr (is_minifloat<E>::value) el = format_name<E>();
+    else el = "int" + std::to_string(E::bits);
+    e.family = el + "/" + sf + "/" + (row_block<S>() ? std::string("row") : std::to_string(S{}.block_size()));
+  }
   if constexpr (is_minifloat<E>::value) {
     e.info.element_max = E::max_finite();
     e.edge_cases = [] { return edge_case_values<E>(); };
@@ -617,7 +640,26 @@ inline verify_report check(const std::string& scheme_name, const verify_buffers&
     io.x[i] = b.input_dtype == input_type::f32    ? detail::f32_of(b)[i]
               : b.input_dtype == input_type::f16 ? kvq::block::fp16_input::load(detail::u16_of(b)[i])
                                                   : kvq::block::bf16_input::load(detail::u16_of(b)[i]);
-  return e.verify(io);
+  verify_report r = e.verify(io);
+  if (!r.ok() && o.identify && !e.family.empty()) {
+    // The other orders of the same format: does the kernel follow one of them exactly?
+    verify_options quiet = o;
+    quiet.explain = false;
+    quiet.identify = false;
+    quiet.max_listed = 0;
+    detail::check_io other = io;
+    other.o = &quiet;
+    for (const detail::scheme_entry& c : detail::entries()) {
+      if (c.family != e.family || c.info.name == e.info.name) continue;
+      if (o.tensor_value && c.tensor != e.tensor) continue;  // a given tensor value means another thing there
+      try {
+        if (c.verify(other).ok()) r.matches.push_back(c.info.name);
+      } catch (const std::invalid_argument&) {
+        // the buffers do not fit that scheme: not its order
+      }
+    }
+  }
+  return r;
 }
 
 namespace detail {
@@ -646,6 +688,9 @@ inline void print_details(std::ostream& os, const verify_report& r) {
   print(os, r.codes, r.shape);
   if (r.has_scales) print(os, r.scales, r.scale_shape);
   if (r.has_explanation) print(os, r.explained, max_listed);
+  for (const std::string& m : r.matches)
+    os << "matches " << m << " exactly: the kernel follows that scheme's operation order (verify with --scheme " << m
+       << ")\n";
 }
 
 /// print_details(), then the verdict line: "MATCH" or "MISMATCH".
@@ -685,6 +730,7 @@ inline std::string summary_line(const verify_report& r) {
     os << "; explained: " << e.scale_blocks << " scale, " << e.element_errors << " element, "
        << (e.nan_codes + e.nan_scales) << " nan";
   }
+  for (const std::string& m : r.matches) os << "; matches " << m << " exactly";
   return os.str();
 }
 

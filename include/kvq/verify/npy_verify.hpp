@@ -71,6 +71,7 @@
 #include <kvq/core/bits.hpp>
 #include <kvq/format/policy.hpp>
 #include <kvq/verify/check.hpp>
+#include <kvq/verify/hard_inputs.hpp>
 #include <kvq/verify/generators.hpp>
 #include <kvq/verify/npy.hpp>
 #include <kvq/verify/scale_layout.hpp>
@@ -245,13 +246,16 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
 /// Returns the command line that verifies them (without the program name).
 /// layout: how DIR/scales.npy keeps uint8 block scales (swizzled128x4: a flat buffer of
 /// the padded 128x4 tiles, kvq/verify/scale_layout.hpp).
+/// hard: the input is hard_inputs(scheme, rows, cols, seed) instead (exact ties at every
+/// scale, scale-rounding boundaries, zero/subnormal/NaN/Inf blocks where the recipe
+/// defines them: kvq/verify/hard_inputs.hpp).
 /// \throws std::invalid_argument for an unknown scheme, rows or cols of 0, odd cols for
 ///         4-bit codes, cols not a multiple of the scheme's fixed block size, or a
 ///         swizzled layout for a scheme without uint8 block scales; std::runtime_error or
 ///         a filesystem error on I/O failure.
 inline std::string npy_make_example(const std::string& dir, const std::string& scheme, std::size_t rows = 8,
                                     std::size_t cols = 64, std::uint64_t seed = 1,
-                                    scale_layout layout = scale_layout::row_major) {
+                                    scale_layout layout = scale_layout::row_major, bool hard = false) {
   const detail::scheme_entry& e = detail::require_entry(scheme);
   const verifiable_scheme& s = e.info;
   if (rows == 0 || cols == 0) throw std::invalid_argument("--rows and --cols must be positive");
@@ -263,16 +267,16 @@ inline std::string npy_make_example(const std::string& dir, const std::string& s
     throw std::invalid_argument("--scale-layout " + std::string(to_string(layout)) +
                                 " applies to uint8 block scales; scheme " + s.name + " has none");
   const std::size_t n = kvq::detail::checked_mul(rows, cols, "--rows x --cols");
-  std::vector<float> x = e.edge_cases();
+  std::vector<float> x = hard ? hard_inputs(scheme, rows, cols, seed) : e.edge_cases();
   // Block schemes: NaN, Inf and huge inputs would own whole blocks (or the tensor
   // amax); keep the element format's own edge cases up to twice its largest value.
-  if (s.block) {
+  if (s.block && !hard) {
     std::vector<float> keep;
     for (float v : x)
       if (v == v && v <= 2.0 * s.element_max && v >= -2.0 * s.element_max) keep.push_back(v);
     x.swap(keep);
   }
-  if (x.size() > n / 2) x.resize(n / 2);
+  if (!hard && x.size() > n / 2) x.resize(n / 2);
   // The rest: random sign, exponent 2^-20 .. 2^19, random mantissa.
   for (std::uint64_t i = 0; x.size() < n; ++i) {
     const std::uint64_t r = detail::draw(seed, i);
