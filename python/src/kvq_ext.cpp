@@ -177,7 +177,7 @@ using kvq::parse_rounding;
 
 namespace f = kvq::fmt;
 using element_format = std::variant<f::e4m3, f::e5m2, f::e3m2, f::e2m3, f::e2m1, f::ue8m0, f::ue4m3, f::e4m3fnuz,
-                                    f::e5m2fnuz>;
+                                    f::e5m2fnuz, f::e4m3b11fnuz>;
 
 template <std::size_t I = 0>
 bool find_element_format(const std::string& name, element_format& out) {
@@ -197,7 +197,7 @@ element_format element_format_by_name(const std::string& name) {
   element_format f;
   if (find_element_format(name, f)) return f;
   throw nb::value_error(("unknown format '" + name +
-                         "' (known: e4m3, e5m2, e3m2, e2m3, e2m1, ue8m0, ue4m3, e4m3fnuz, e5m2fnuz)")
+                         "' (known: e4m3, e5m2, e3m2, e2m3, e2m1, ue8m0, ue4m3, e4m3fnuz, e5m2fnuz, e4m3b11fnuz)")
                             .c_str());
 }
 

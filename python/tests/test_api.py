@@ -9,7 +9,7 @@ import pytest
 import kvq
 from conftest import random_bits
 
-ALL = ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3", "e4m3fnuz", "e5m2fnuz"]
+ALL = ["e4m3", "e5m2", "e3m2", "e2m3", "e2m1", "ue8m0", "ue4m3", "e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz"]
 
 
 def test_formats_table():
@@ -18,6 +18,7 @@ def test_formats_table():
     assert f["e4m3"]["max_finite"] == 448 and f["e5m2"]["max_finite"] == 57344
     assert f["e2m1"]["max_finite"] == 6 and f["e3m2"]["max_finite"] == 28 and f["e2m3"]["max_finite"] == 7.5
     assert f["e4m3fnuz"]["max_finite"] == 240 and f["ue8m0"]["min_subnormal"] == 2.0**-127
+    assert f["e4m3b11fnuz"]["max_finite"] == 30 and f["e4m3b11fnuz"]["min_subnormal"] == 2.0**-13
     assert (f["e2m1"]["sign_bits"], f["e2m1"]["exponent_bits"], f["e2m1"]["mantissa_bits"]) == (1, 2, 1)
     assert "| e4m3 |" in kvq.format_table()
 
@@ -31,7 +32,7 @@ def exact_value(code, fmt):
     neg = bool(s and (code >> (e + m)) & 1)
     mag = code & ((1 << (e + m)) - 1)
     ef, mf = mag >> m, mag & ((1 << m) - 1)
-    if fmt in ("e4m3fnuz", "e5m2fnuz") and code == 1 << (e + m):
+    if fmt in ("e4m3fnuz", "e5m2fnuz", "e4m3b11fnuz") and code == 1 << (e + m):
         return None
     if fmt in ("e4m3", "ue4m3") and mag == (1 << (e + m)) - 1:
         return None

@@ -61,7 +61,8 @@ def test_e5m2_is_nosat_except_nan():
     assert (got[nan] == 0x7F).all()
 
 
-@pytest.mark.parametrize("dtype_name,fmt", [("float8_e4m3fnuz", "e4m3fnuz"), ("float8_e5m2fnuz", "e5m2fnuz")])
+@pytest.mark.parametrize("dtype_name,fmt", [("float8_e4m3fnuz", "e4m3fnuz"), ("float8_e5m2fnuz", "e5m2fnuz"),
+                                            ("float8_e4m3b11fnuz", "e4m3b11fnuz")])
 def test_fnuz_is_nosat(dtype_name, fmt):
     x = inputs(fmt)
     check(x, peer_codes(x, dtype_name), kvq.encode(x, fmt, overflow="nosat"))
@@ -119,7 +120,7 @@ def test_e8m0_ties_go_up():
 @pytest.mark.parametrize(
     "dtype_name,fmt",
     [("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2"), ("float8_e4m3fnuz", "e4m3fnuz"),
-     ("float8_e5m2fnuz", "e5m2fnuz"), ("float6_e3m2fn", "e3m2"), ("float6_e2m3fn", "e2m3"),
+     ("float8_e5m2fnuz", "e5m2fnuz"), ("float8_e4m3b11fnuz", "e4m3b11fnuz"), ("float6_e3m2fn", "e3m2"), ("float6_e2m3fn", "e2m3"),
      ("float4_e2m1fn", "e2m1"), ("float8_e8m0fnu", "ue8m0")],
 )
 def test_decode_matches_ml_dtypes(dtype_name, fmt):

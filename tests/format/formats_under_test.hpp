@@ -19,6 +19,7 @@ template <> struct ref<kvq::fmt::ue8m0> { static constexpr const layout& L = L_u
 template <> struct ref<kvq::fmt::ue4m3> { static constexpr const layout& L = L_ue4m3; };
 template <> struct ref<kvq::fmt::e4m3fnuz> { static constexpr const layout& L = L_e4m3fnuz; };
 template <> struct ref<kvq::fmt::e5m2fnuz> { static constexpr const layout& L = L_e5m2fnuz; };
+template <> struct ref<kvq::fmt::e4m3b11fnuz> { static constexpr const layout& L = L_e4m3b11fnuz; };
 
 inline constexpr rmode all_rmodes[] = {rmode::nearest_even, rmode::toward_zero, rmode::up, rmode::down,
                                        rmode::nearest_away};
@@ -48,6 +49,7 @@ void for_each_format(Fn&& fn) {
   fn(kvq::fmt::ue4m3{});
   fn(kvq::fmt::e4m3fnuz{});
   fn(kvq::fmt::e5m2fnuz{});
+  fn(kvq::fmt::e4m3b11fnuz{});
 }
 
 }  // namespace kvqtest

@@ -66,6 +66,7 @@ inline constexpr layout L_ue8m0{"ue8m0", false, 8, 0, 127, sp::finite_nan, false
 inline constexpr layout L_ue4m3{"ue4m3", false, 4, 3, 7, sp::finite_nan, true};
 inline constexpr layout L_e4m3fnuz{"e4m3fnuz", true, 4, 3, 8, sp::fnuz, true};
 inline constexpr layout L_e5m2fnuz{"e5m2fnuz", true, 5, 2, 16, sp::fnuz, true};
+inline constexpr layout L_e4m3b11fnuz{"e4m3b11fnuz", true, 4, 3, 11, sp::fnuz, true};
 
 // The oracle's own rounding/overflow enums (mapped onto kvq's in the tests).
 enum class rmode { nearest_even, toward_zero, up, down, nearest_away };

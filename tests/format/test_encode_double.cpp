@@ -206,7 +206,8 @@ TEST_CASE("double inputs round once: 1.0625 + 1e-12 -> e4m3 0x39", "[double]") {
 
 TEST_CASE("the Boost oracle and the table oracle agree on every float boundary", "[double]") {
   // Independent cross-check of the two reference encoders (no kvq involved).
-  for (const layout* L : {&L_e4m3, &L_e5m2, &L_e3m2, &L_e2m3, &L_e2m1, &L_ue8m0, &L_ue4m3, &L_e4m3fnuz, &L_e5m2fnuz}) {
+  for (const layout* L : {&L_e4m3, &L_e5m2, &L_e3m2, &L_e2m3, &L_e2m1, &L_ue8m0, &L_ue4m3, &L_e4m3fnuz, &L_e5m2fnuz,
+                          &L_e4m3b11fnuz}) {
     const table T(*L);
     for (double x : boundary_inputs(T)) {
       for (rmode r : all_rmodes) {

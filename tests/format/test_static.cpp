@@ -118,6 +118,7 @@ KVQ_STATIC_FORMAT_CHECKS(kvq::fmt::ue8m0)
 KVQ_STATIC_FORMAT_CHECKS(kvq::fmt::ue4m3)
 KVQ_STATIC_FORMAT_CHECKS(kvq::fmt::e4m3fnuz)
 KVQ_STATIC_FORMAT_CHECKS(kvq::fmt::e5m2fnuz)
+KVQ_STATIC_FORMAT_CHECKS(kvq::fmt::e4m3b11fnuz)
 
 namespace {
 constexpr float finf = std::numeric_limits<float>::infinity();
@@ -176,6 +177,16 @@ static_assert(kvq::encode<fmt::e4m3fnuz>(-1e-30f) == 0x00, "");
 static_assert(kvq::encode<fmt::e4m3fnuz>(fnan) == 0x80, "");
 static_assert(kvq::encode<fmt::e4m3fnuz>(-1000.0f, rounding::nearest_even, overflow::nosat) == 0x80, "");
 static_assert(kvq::encode<fmt::e4m3fnuz>(-1000.0f) == 0xFF, "");
+// e4m3b11fnuz (bias 11): 1.0 = 2^0 has biased exponent 11 (code 0x58), max 0x7F = 30,
+// the smallest subnormal 0x01 = 2^-13.
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(1.0f) == 0x58, "");
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(30.0f) == 0x7F, "");
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(-31.0f) == 0xFF, "");
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(31.0f, rounding::nearest_even, overflow::nosat) == 0x80, "");
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(0x1p-13f) == 0x01, "");
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(0x1p-14f) == 0x00, "");  // the tie to even: 0
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(-0.0f) == 0x00, "");
+static_assert(kvq::encode<fmt::e4m3b11fnuz>(fnan) == 0x80, "");
 // ue4m3: |x|.
 static_assert(kvq::encode<fmt::ue4m3>(-448.0f) == 0x7E, "");
 
@@ -213,6 +224,8 @@ static_assert(static_cast<float>(std::numeric_limits<kvq::e2m1>::denorm_min()) =
 static_assert(kvq::e4m3(1.0f).code() == 0x38, "");
 static_assert(static_cast<double>(kvq::e2m3::from_code(0x1F)) == 7.5, "");
 static_assert(kvq::max_finite_v<fmt::e4m3fnuz> == 240.0, "");
+static_assert(kvq::max_finite_v<fmt::e4m3b11fnuz> == 30.0, "");
+static_assert(kvq::min_subnormal_v<fmt::e4m3b11fnuz> == cx_pow2(-13), "");
 static_assert(kvq::min_subnormal_v<fmt::ue8m0> == cx_pow2(-127), "");
 
 TEST_CASE("compile-time checks also hold at run time", "[static]") {
@@ -229,6 +242,7 @@ TEST_CASE("compile-time checks also hold at run time", "[static]") {
     CHECK(decode_table_matches<kvq::fmt::ue4m3>());
     CHECK(decode_table_matches<kvq::fmt::e4m3fnuz>());
     CHECK(decode_table_matches<kvq::fmt::e5m2fnuz>());
+    CHECK(decode_table_matches<kvq::fmt::e4m3b11fnuz>());
     CHECK(midpoints_round_to_even<kvq::fmt::e4m3>());
     CHECK(midpoints_round_to_even<kvq::fmt::ue8m0>());
     CHECK(roundtrip_all<kvq::fmt::e5m2>());

@@ -86,6 +86,7 @@ TEST_CASE("value types: one byte, numeric_limits as in the format table", "[valu
   check_limits<kvq::ue4m3>({448, std::ldexp(p, -6), std::ldexp(p, -9), 0.125, false, false, true, true});
   check_limits<kvq::e4m3fnuz>({240, std::ldexp(p, -7), std::ldexp(p, -10), 0.125, true, false, true, true});
   check_limits<kvq::e5m2fnuz>({57344, std::ldexp(p, -15), std::ldexp(p, -17), 0.25, true, false, true, true});
+  check_limits<kvq::e4m3b11fnuz>({30, std::ldexp(p, -10), std::ldexp(p, -13), 0.125, true, false, true, true});
 }
 
 TEST_CASE("value types: conversions, codes and comparisons", "[value]") {

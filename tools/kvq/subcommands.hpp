@@ -26,6 +26,7 @@ inline const char* format_role(const std::string& name) {
   if (name == "ue8m0") return "MX block scale (power of two)";
   if (name == "ue4m3") return "NVFP4 block scale (16 elements)";
   if (name == "e4m3fnuz" || name == "e5m2fnuz") return "FP8 on AMD MI300";
+  if (name == "e4m3b11fnuz") return "FP8 with bias 11 (TPU, ml_dtypes)";
   return "";
 }
 }  // namespace detail

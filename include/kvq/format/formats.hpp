@@ -5,7 +5,7 @@
 /// e5m2); OCP Microscaling Formats (MX) v1.0 (e3m2, e2m3, e2m1, E8M0 scale);
 /// NVIDIA PTX ISA, "Alternate Floating Point Data Formats" (ue8m0, ue4m3 for
 /// NVFP4 block scales); Graphcore/AMD fnuz formats (bias one larger, 0x80 = NaN),
-/// as in ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz.
+/// as in ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz / float8_e4m3b11fnuz.
 #pragma once
 
 #include <kvq/format/traits.hpp>
@@ -34,6 +34,9 @@ using e4m3fnuz = minifloat_format<true, 4, 3, 8, specials::fnuz>;     // max 240
 /// E5M2 "fnuz" (ml_dtypes float8_e5m2fnuz): bias 16, no Inf, no -0, 0x80 is the one NaN,
 /// max 57344.
 using e5m2fnuz = minifloat_format<true, 5, 2, 16, specials::fnuz>;    // max 57344, 0x80 NaN
+/// E4M3 with bias 11, "fnuz" (ml_dtypes float8_e4m3b11fnuz, the TPU/Graphcore "b11"
+/// variant): no Inf, no -0, 0x80 is the one NaN, max 30, smallest subnormal 2^-13.
+using e4m3b11fnuz = minifloat_format<true, 4, 3, 11, specials::fnuz>;  // max 30, 0x80 NaN
 }  // namespace fmt
 
 /// Human-readable name of a format (for tables and reports).
@@ -49,6 +52,7 @@ constexpr const char* format_name() noexcept {
   else if constexpr (std::is_same<T, fmt::ue4m3>::value) return "ue4m3";
   else if constexpr (std::is_same<T, fmt::e4m3fnuz>::value) return "e4m3fnuz";
   else if constexpr (std::is_same<T, fmt::e5m2fnuz>::value) return "e5m2fnuz";
+  else if constexpr (std::is_same<T, fmt::e4m3b11fnuz>::value) return "e4m3b11fnuz";
   else return "custom";
 }
 

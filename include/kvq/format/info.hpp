@@ -130,10 +130,11 @@ format_info describe() {
 }
 
 /// Descriptions of all named formats, in table order.
-inline std::array<format_info, 9> all_format_infos() {
-  return {describe<fmt::e4m3>(),  describe<fmt::e5m2>(),     describe<fmt::e3m2>(),
-          describe<fmt::e2m3>(),  describe<fmt::e2m1>(),     describe<fmt::ue8m0>(),
-          describe<fmt::ue4m3>(), describe<fmt::e4m3fnuz>(), describe<fmt::e5m2fnuz>()};
+inline std::array<format_info, 10> all_format_infos() {
+  return {describe<fmt::e4m3>(),     describe<fmt::e5m2>(),     describe<fmt::e3m2>(),
+          describe<fmt::e2m3>(),     describe<fmt::e2m1>(),     describe<fmt::ue8m0>(),
+          describe<fmt::ue4m3>(),    describe<fmt::e4m3fnuz>(), describe<fmt::e5m2fnuz>(),
+          describe<fmt::e4m3b11fnuz>()};
 }
 
 /// The formats table as GitHub-flavoured Markdown (what `kvq formats` prints and

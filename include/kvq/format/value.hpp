@@ -103,6 +103,8 @@ using ue4m3 = minifloat<fmt::ue4m3>;
 using e4m3fnuz = minifloat<fmt::e4m3fnuz>;
 /// E5M2 fnuz value.
 using e5m2fnuz = minifloat<fmt::e5m2fnuz>;
+/// E4M3 bias-11 fnuz value.
+using e4m3b11fnuz = minifloat<fmt::e4m3b11fnuz>;
 
 static_assert(sizeof(e4m3) == 1, "one byte of storage");
 

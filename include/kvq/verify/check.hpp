@@ -13,7 +13,7 @@
 ///   kvq::verify::print(std::cout, r);          // what `kvq verify` prints
 ///   kvq::verify::write_mismatch_csv("m.csv", r.explained);   // `kvq verify --dump`
 ///
-/// Schemes: an element format (e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0;
+/// Schemes: an element format (e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz e4m3b11fnuz ue4m3 ue8m0;
 /// kvq::encode with a rounding and an overflow policy), or a scheme of the registry
 /// (kvq/kv/registry.hpp) by canonical name or alias whose format is a block recipe
 /// without zero points: nvfp4_*, mx*, fp8_e4m3[_cal], fp8_e5m2[_cal],
@@ -555,6 +555,7 @@ inline const std::vector<scheme_entry>& entries() {
     s.push_back(element_entry<fmt::e2m1>("FP4 E2M1: max 6, no Inf/NaN (codes one per byte or packed two per byte)"));
     s.push_back(element_entry<fmt::e4m3fnuz>("FP8 E4M3 fnuz: max 240, 0x80 NaN"));
     s.push_back(element_entry<fmt::e5m2fnuz>("FP8 E5M2 fnuz: max 57344, 0x80 NaN"));
+    s.push_back(element_entry<fmt::e4m3b11fnuz>("FP8 E4M3 bias 11 fnuz: max 30, 0x80 NaN"));
     s.push_back(element_entry<fmt::ue4m3>("unsigned E4M3 (NVFP4 scale): max 448"));
     s.push_back(element_entry<fmt::ue8m0>("UE8M0 (MX scale): powers of two 2^-127..2^127, 0xFF NaN"));
     // Every registry scheme whose format is a block recipe without zero points (KIVI's

@@ -35,7 +35,7 @@
 /// (code mismatches in a block whose scale differs count under that scale).
 ///
 /// Element schemes (kvq::encode; --rounding rn|rz|ru|rd|rna, --overflow satfinite|nosat):
-///   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz ue4m3 ue8m0
+///   e4m3 e5m2 e3m2 e2m3 e2m1 e4m3fnuz e5m2fnuz e4m3b11fnuz ue4m3 ue8m0
 /// Block schemes (kvq/block.hpp recipes; --tensor-value V gives the recipe's fp32 tensor
 /// value — TE: the tensor amax; vLLM: k_scale; torchao two-level: per_tensor_scale —
 /// otherwise the scheme's rule of the registry, kvq/kv/registry.hpp: 1.0 for fp8_e4m3 /
