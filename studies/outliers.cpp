@@ -200,8 +200,11 @@ study_def definition() {
     if (ctx.prog) ctx.prog->plan(total);
 
     // Phase 1: reference attention (double) for every (context, magnitude) and query.
+    // The metrics' reference side (the sort of p, its ranks and top-k) is prepared here
+    // once and shared by every scheme of phase 2.
     struct reference {
       std::vector<std::vector<double>> p, o;
+      std::vector<kvq::metrics::prepared_reference> prep;
     };
     std::vector<reference> ref(NC * NM);
     // Phase 2 reads every reference: a --shard run computes all of them, the merge none.
@@ -216,8 +219,12 @@ study_def definition() {
         reference& r = ref[i];
         r.p.assign(nq, std::vector<double>(n));
         r.o.assign(nq, std::vector<double>(hd));
-        for (std::size_t q = 0; q < nq; ++q)
-          att.run_prefix(Q + q * hd, lab::keys_seen(ctx, base.query_positions, q, n), r.p[q].data(), r.o[q].data(), aws);
+        r.prep.resize(nq);
+        for (std::size_t q = 0; q < nq; ++q) {
+          const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
+          att.run_prefix(Q + q * hd, keys, r.p[q].data(), r.o[q].data(), aws);
+          r.prep[q].prepare(r.p[q].data(), keys);
+        }
       });
     }
 
@@ -251,7 +258,7 @@ study_def definition() {
           for (std::size_t q = 0; q < nq; ++q) {
             const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
             att.run_prefix(Q + q * hd, keys, p.data(), o.data(), aws);
-            qm.push_back(lab::evaluate(r.p[q].data(), p.data(), keys, r.o[q].data(), o.data(), hd, ws));
+            qm.push_back(lab::evaluate(r.prep[q], p.data(), r.o[q].data(), o.data(), hd, ws));
           }
           const lab::metric_means mm = lab::mean_over(qm);
           std::vector<cell> row = {sc.name, m, static_cast<long long>(n), sc.bits_per_value(hd),

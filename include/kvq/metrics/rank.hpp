@@ -43,6 +43,26 @@ KVQ_HD inline std::uint64_t tied_pairs(const index_t* idx, std::size_t n, Eq eq)
   }
   return ties;
 }
+// Kendall's tau-b from its pair counts (n1, n2: pairs tied in x / in y, n3: tied in
+// both, nd: discordant pairs); the one final step shared by kendall_tau_b() and the
+// evaluation against a prepared reference, so both round alike.
+KVQ_HD inline double tau_b_from_counts(std::size_t n, std::uint64_t n1, std::uint64_t n2, std::uint64_t n3,
+                                       std::uint64_t nd) {
+  const std::uint64_t n0 = static_cast<std::uint64_t>(n) * (n - 1) / 2;
+  if (n0 == n1 || n0 == n2) return quiet_nan();
+  // n0 - n1 - n2 + n3 - 2 nd, in signed arithmetic (each term < 2^63 for n < 2^32).
+  const std::int64_t num = static_cast<std::int64_t>(n0 - n1 - n2 + n3) - 2 * static_cast<std::int64_t>(nd);
+  const double t = static_cast<double>(num) / sqrt_d(static_cast<double>(n0 - n1) * static_cast<double>(n0 - n2));
+  return clip_unit(t);
+}
+
+// Spearman's rho from its exact integer sums (sum a^2, sum b^2, sum a b); shared like
+// tau_b_from_counts().
+KVQ_HD inline double rho_from_sums(std::uint64_t saa, std::uint64_t sbb, std::int64_t sab) {
+  if (saa == 0 || sbb == 0) return quiet_nan();
+  const double r = static_cast<double>(sab) / sqrt_d(static_cast<double>(saa) * static_cast<double>(sbb));
+  return clip_unit(r);
+}
 }  // namespace detail
 
 /// Kendall's tau-b:
@@ -69,13 +89,7 @@ KVQ_HD inline double kendall_tau_b(const T* x, const U* y, std::size_t n, worksp
       detail::tied_pairs(idx, n, [x, y](index_t i, index_t j) { return x[i] == x[j] && y[i] == y[j]; });
   const std::uint64_t nd = detail::merge_sort(idx, tmp, n, [y](index_t i, index_t j) { return y[i] < y[j]; });
   const std::uint64_t n2 = detail::tied_pairs(idx, n, [y](index_t i, index_t j) { return y[i] == y[j]; });
-  const std::uint64_t n0 = static_cast<std::uint64_t>(n) * (n - 1) / 2;
-  if (n0 == n1 || n0 == n2) return detail::quiet_nan();
-  // n0 - n1 - n2 + n3 - 2 nd, in signed arithmetic (each term < 2^63 for n < 2^32).
-  const std::int64_t num = static_cast<std::int64_t>(n0 - n1 - n2 + n3) - 2 * static_cast<std::int64_t>(nd);
-  const double t =
-      static_cast<double>(num) / detail::sqrt_d(static_cast<double>(n0 - n1) * static_cast<double>(n0 - n2));
-  return detail::clip_unit(t);
+  return detail::tau_b_from_counts(n, n1, n2, n3, nd);
 }
 
 /// Largest n for which spearman_rho's integer sums cannot overflow (n (n-1)^2 < 2^63).
@@ -121,9 +135,7 @@ KVQ_HD inline double spearman_rho(const T* x, const U* y, std::size_t n, workspa
       first = i;
     }
   }
-  if (saa == 0 || sbb == 0) return detail::quiet_nan();
-  const double r = static_cast<double>(sab) / detail::sqrt_d(static_cast<double>(saa) * static_cast<double>(sbb));
-  return detail::clip_unit(r);
+  return detail::rho_from_sums(saa, sbb, sab);
 }
 
 // ---- host entry points: check the arguments, allocate the workspace ----------------

@@ -65,18 +65,24 @@ KVQ_HD inline double tied_weight(const index_t* idx, const index_t* rank, std::s
   return total;
 }
 
-// tau_w of (x, y) with the given ranks. perm, tmp: index scratch; suffix: double scratch.
+// tau_w of (x, y) with the given ranks, perm holding the keys sorted by (x, y, index)
+// (as a stable sort by (x, y) of 0..n-1 leaves them). tmp: index scratch; suffix: double
+// scratch. The merge sort by y also counts the exchanges (*inversions: Kendall's
+// discordant pairs of the same sequence) and leaves the keys sorted by (y, x, index) in
+// *sorted (perm or tmp): the order weighted_kendall_tau's second half starts from. Both
+// outputs may be null. The weights are summed in the merge order, so the value depends
+// only on the inputs, not on who calls.
 template <class T, class U>
-KVQ_HD inline double weighted_tau_ranked(const T* x, const U* y, const index_t* rank, std::size_t n,
-                                         index_t* perm, index_t* tmp, double* suffix) {
-  iota(perm, n);
-  merge_sort(perm, tmp, n, [x, y](index_t i, index_t j) { return x[i] < x[j] || (x[i] == x[j] && y[i] < y[j]); });
+KVQ_HD inline double weighted_tau_sorted(const T* x, const U* y, const index_t* rank, std::size_t n, index_t* perm,
+                                         index_t* tmp, double* suffix, std::uint64_t* inversions, index_t** sorted) {
   std::size_t gx = 0, gy = 0, gxy = 0;
   const double t = tied_weight(perm, rank, n, [x, y](index_t i, index_t j) { return x[i] == x[j] && y[i] == y[j]; }, &gxy);
   const double u = tied_weight(perm, rank, n, [x](index_t i, index_t j) { return x[i] == x[j]; }, &gx);
-  if (gx == 1) return quiet_nan();
+  // A constant x gives NaN; the merge still runs so that the outputs are filled.
+  const bool x_constant = gx == 1;
 
   // Merge sort by y, accumulating the weight of the discordant pairs.
+  std::uint64_t exchanges = 0;
   double discordant = 0.0;
   index_t* src = perm;
   index_t* dst = tmp;
@@ -94,6 +100,7 @@ KVQ_HD inline double weighted_tau_ranked(const T* x, const U* y, const index_t* 
       std::size_t i = lo, j = mid, k = lo;
       while (i < mid && j < hi) {
         if (y[src[j]] < y[src[i]]) {
+          exchanges += static_cast<std::uint64_t>(mid - i);
           discordant += hyperbolic_weight(rank[src[j]]) * static_cast<double>(mid - i) + suffix[i];
           dst[k++] = src[j++];
         } else {
@@ -107,6 +114,9 @@ KVQ_HD inline double weighted_tau_ranked(const T* x, const U* y, const index_t* 
     src = dst;
     dst = sw;
   }
+  if (inversions) *inversions = exchanges;
+  if (sorted) *sorted = src;
+  if (x_constant) return quiet_nan();
   const double v = tied_weight(src, rank, n, [y](index_t i, index_t j) { return y[i] == y[j]; }, &gy);
   if (gy == 1) return quiet_nan();
   double s = 0.0;
@@ -114,6 +124,15 @@ KVQ_HD inline double weighted_tau_ranked(const T* x, const U* y, const index_t* 
   const double tot = s * static_cast<double>(n - 1);
   const double tau = ((tot - (v + u - t)) - 2.0 * discordant) / sqrt_d((tot - u) * (tot - v));
   return clip_unit(tau);
+}
+
+// tau_w of (x, y) with the given ranks. perm, tmp: index scratch; suffix: double scratch.
+template <class T, class U>
+KVQ_HD inline double weighted_tau_ranked(const T* x, const U* y, const index_t* rank, std::size_t n,
+                                         index_t* perm, index_t* tmp, double* suffix) {
+  iota(perm, n);
+  merge_sort(perm, tmp, n, [x, y](index_t i, index_t j) { return x[i] < x[j] || (x[i] == x[j] && y[i] < y[j]); });
+  return weighted_tau_sorted(x, y, rank, n, perm, tmp, suffix, nullptr, nullptr);
 }
 
 // Decreasing lexicographic rank by (x, y): rank[perm[n-1-i]] = i for perm sorted

@@ -58,6 +58,17 @@ query_metrics evaluate(const double* p, const double* ph, std::size_t n, const d
   return kvq::metrics::evaluate_query(p, ph, n, o, oh, d, ws.view());
 }
 
+/// The suite of one emulated row `ph` against a prepared reference (ref.view().n keys),
+/// bit-identical to evaluate() with the reference weights; the reference side is not
+/// sorted again.
+template <class O>
+query_metrics evaluate(const kvq::metrics::prepared_reference& ref, const double* ph, const double* o, const O* oh,
+                       std::size_t d, kvq::metrics::workspace& ws) {
+  const kvq::metrics::reference_view v = ref.view();
+  ws.reserve(v.n);
+  return kvq::metrics::evaluate_query(v, ph, o, oh, d, ws.view());
+}
+
 /// Mean of each metric over queries (kvq::metrics::aggregate: the tree sum of the finite
 /// values), +inf when some query's value is +inf (KL), NaN when no query has a finite value
 /// (e.g. tau of an all-tied emulated row); plus the count of queries with a non-finite
