@@ -72,6 +72,18 @@ struct query_metrics {
   bool nonfinite = false;  ///< the emulated output or KL is not finite
 };
 
+/// The metrics that need no order of p: argmax flip, KL, JS, TV, underflow, and the
+/// non-finite flag they set (never cleared). Shared by both weight_metrics overloads.
+KVQ_HD inline void distribution_metrics(const double* p, const double* ph, std::size_t n, query_metrics& r) {
+  r.flip = argmax_flip(p, ph, n);
+  const auto kl = kl_divergence(p, ph, n);
+  r.kl = kl.value;
+  r.js = js_divergence(p, ph, n);
+  r.tv = total_variation(p, ph, n);
+  r.underflow = underflow(p, ph, n).fraction;
+  r.nonfinite = r.nonfinite || !(r.kl == r.kl) || kl.infinite_terms > 0;
+}
+
 /// Recall entries use k = min(topk_ks[i], n); ws must hold at least n keys. Sets
 /// r.nonfinite when KL is NaN or infinite (never clears it).
 /// The weight metrics of one query (everything but the output error).
@@ -86,13 +98,7 @@ KVQ_HD inline void weight_metrics(const double* p, const double* ph, std::size_t
   topk_metrics(p, ph, n, ks, topk_count, tk, ws);
   for (std::size_t i = 0; i < topk_count; ++i) r.recall[i] = tk[i].recall;
   r.dropped_mass = tk[topk_count - 1].emulated_outside - tk[topk_count - 1].reference_outside;
-  r.flip = argmax_flip(p, ph, n);
-  const auto kl = kl_divergence(p, ph, n);
-  r.kl = kl.value;
-  r.js = js_divergence(p, ph, n);
-  r.tv = total_variation(p, ph, n);
-  r.underflow = underflow(p, ph, n).fraction;
-  r.nonfinite = r.nonfinite || !(r.kl == r.kl) || kl.infinite_terms > 0;
+  distribution_metrics(p, ph, n, r);
 }
 
 /// Largest entry of topk_ks (the size of the emulated top-k list a shared evaluation keeps).
@@ -297,13 +303,7 @@ KVQ_HD inline void weight_metrics(const reference_view& ref, const double* ph, c
     const double t2 = detail::weighted_tau_sorted(q, p, rank, n, s, other, ws.f64, nullptr, nullptr);
     r.wtau = (t1 + t2) / 2.0;
   }
-  r.flip = argmax_flip(p, ph, n);
-  const auto kl = kl_divergence(p, ph, n);
-  r.kl = kl.value;
-  r.js = js_divergence(p, ph, n);
-  r.tv = total_variation(p, ph, n);
-  r.underflow = underflow(p, ph, n).fraction;
-  r.nonfinite = r.nonfinite || !(r.kl == r.kl) || kl.infinite_terms > 0;
+  distribution_metrics(p, ph, n, r);
 }
 
 /// Sets r.nonfinite when ô has a NaN or infinite entry (never clears it).
