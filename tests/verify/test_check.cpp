@@ -17,6 +17,9 @@
 
 #include "verify_cli.hpp"
 
+// One namespace per file: these files are compiled as one unit (tests/verify/CMakeLists.txt).
+namespace test_check_cpp {
+
 using namespace kvq::verify;
 namespace b = kvq::block;
 namespace fs = std::filesystem;
@@ -239,3 +242,5 @@ TEST_CASE("check refuses what does not fit, naming the problem", "[verify][check
   // an alias resolves to its canonical scheme through the registry
   CHECK(find_verifiable("fp8_e4m3_per_tensor").name == "fp8_e4m3_cal");
 }
+
+}  // namespace test_check_cpp

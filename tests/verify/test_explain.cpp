@@ -26,6 +26,9 @@
 
 #include "verify_cli.hpp"
 
+// One namespace per file: these files are compiled as one unit (tests/verify/CMakeLists.txt).
+namespace test_explain_cpp {
+
 using namespace kvq::verify;
 namespace fs = std::filesystem;
 
@@ -493,3 +496,5 @@ TEST_CASE("explain: NaN codes that differ only in the sign bit are class nan", "
   CHECK(e2.scale_consequences == 1);  // element 40 now counts under the scale
   CHECK(e2.element_errors == 0);
 }
+
+}  // namespace test_explain_cpp

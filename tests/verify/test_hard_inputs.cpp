@@ -24,6 +24,9 @@
 #include "../block/block_oracle.hpp"
 #include "verify_cli.hpp"
 
+// One namespace per file: these files are compiled as one unit (tests/verify/CMakeLists.txt).
+namespace test_hard_inputs_cpp {
+
 using namespace kvq::verify;
 namespace b = kvq::block;
 namespace fs = std::filesystem;
@@ -556,3 +559,5 @@ TEST_CASE("kvq verify --make-example --hard writes the hard set, which verifies"
   CHECK_THAT(err, Catch::Contains("--hard applies to --make-example"));
   fs::remove_all(dir);
 }
+
+}  // namespace test_hard_inputs_cpp

@@ -15,6 +15,9 @@
 
 #include "verify_cli.hpp"
 
+// One namespace per file: these files are compiled as one unit (tests/verify/CMakeLists.txt).
+namespace test_npy_verify_cpp {
+
 using namespace kvq::verify;
 using kvq::cli::npy_verify_main;
 namespace fs = std::filesystem;
@@ -280,3 +283,5 @@ TEST_CASE("npy verifier: float32 scales of fp8_per_token_head, one ulp off", "[v
   CHECK(bad.out.find("scales (float32): 1 of 6 elements differ") != std::string::npos);
   fs::remove_all(dir);
 }
+
+}  // namespace test_npy_verify_cpp

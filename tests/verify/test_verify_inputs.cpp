@@ -18,6 +18,9 @@
 #include <kvq/verify/npy_verify.hpp>
 #include <kvq/verify/scale_layout.hpp>
 
+// One namespace per file: these files are compiled as one unit (tests/verify/CMakeLists.txt).
+namespace test_verify_inputs_cpp {
+
 namespace v = kvq::verify;
 
 TEST_CASE("--tensor-value: subnormal floats are numbers, overflow and underflow to 0 are not", "[verify][cli]") {
@@ -96,3 +99,5 @@ TEST_CASE("npy_verify refuses inputs that are not regular files, before opening 
   }
   fs::remove_all(dir);
 }
+
+}  // namespace test_verify_inputs_cpp
