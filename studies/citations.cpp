@@ -195,8 +195,9 @@ study_def definition() {
       const std::uint64_t seed = lab::context_seed(cfg.seed, ti % seeds, n);
       // One span per query, at a random offset inside the query's own slot of the
       // context after the sink (slots keep the spans apart), margin uniform in [lo, hi].
-      const kvq::inject::scenario_config sc =
+      kvq::inject::scenario_config sc =
           lab::citation_scenario(n, nq, hd, seed, outl, sink_delta, span, mlo, mhi, /*stream=*/0);
+      sc.shape.values = false;  // only the keys enter the weights (V has its own stream)
       const kvq::inject::scenario built = kvq::inject::build_scenario(sc);
       const matrix_f& K = built.data.k[0];
       const matrix_f& Q = built.data.q[0];

@@ -225,4 +225,17 @@ TEST_CASE("scenario builder composes everything, deterministically", "[inject][q
     CHECK(s2.data.v[h] == s.data.v[h]);
   }
   for (std::size_t h = 0; h < 4; ++h) CHECK(s2.data.q[h] == s.data.q[h]);
+  // without V: the same Q and K (V has its own stream), V empty
+  c.shape.values = false;
+  const scenario s3 = build_scenario(c);
+  for (std::size_t h = 0; h < 2; ++h) {
+    CHECK(s3.data.k[h] == s.data.k[h]);
+    CHECK(s3.data.v[h].size() == 0);
+  }
+  for (std::size_t h = 0; h < 4; ++h) CHECK(s3.data.q[h] == s.data.q[h]);
+  c.massive->values = true;
+  CHECK_THROWS_WITH(build_scenario(c), Catch::Contains("V was not drawn (qkv_config::values)"));
+  c.massive->values = false;
+  c.sinks->value_scale = 0.5;
+  CHECK_THROWS_WITH(build_scenario(c), Catch::Contains("V was not drawn (qkv_config::values)"));
 }

@@ -332,3 +332,46 @@ TEST_CASE("KV API errors name the sizes", "[kv][errors]") {
   CHECK(gqa_kv_head(5, 32, 8) == 1);
   CHECK_THROWS_AS(gqa_kv_head(0, 30, 8), std::invalid_argument);
 }
+
+namespace {
+/// The store's round trip against the scheme's own per-block functions (the scalar
+/// reference path, not the bulk kernels the store uses where the scheme has them).
+template <class S>
+void check_store_per_block(const S& s, float tv) {
+  const std::size_t N = 37, D = 128;
+  const kv_heads x = make(1, N, D, 11);
+  // a zero block, a block with one huge element and a subnormal-only block
+  kv_heads y = x;
+  for (std::size_t c = 0; c < 32; ++c) y[0](3, static_cast<Eigen::Index>(c)) = 0.0f;
+  y[0](5, 17) = 3.0e5f;
+  for (std::size_t c = 32; c < 64; ++c) y[0](6, static_cast<Eigen::Index>(c)) = 1.0e-40f * static_cast<float>(c);
+  block_row_store<S> st(s, D, tv);
+  st.append(y[0].data(), 20);
+  st.append(y[0].data() + 20 * D, N - 20);
+  std::vector<float> got(N * D);
+  st.dequantize(got.data());
+  const std::size_t n = N * D, bs = s.block_size();
+  const kb::buffer_sizes z = kb::sizes_of(s, n);
+  std::vector<std::uint8_t> codes(z.code_bytes);
+  std::vector<typename S::scale_type> scales(z.scales);
+  std::vector<float> zeros(z.zeros), want(n);
+  const auto p = S::prepare(tv);
+  const kb::quantize_block_fn<S, kb::f32_input> q{s, p, y[0].data(), codes.data(), z.scales ? scales.data() : nullptr,
+                                                  z.zeros ? zeros.data() : nullptr};
+  for (std::size_t b = 0; b < n / bs; ++b) q(b);
+  const kb::dequantize_block_fn<S> d{s, p, codes.data(), z.scales ? scales.data() : nullptr,
+                                     z.zeros ? zeros.data() : nullptr, want.data()};
+  for (std::size_t b = 0; b < n / bs; ++b) d(b);
+  CHECK(std::memcmp(got.data(), want.data(), n * sizeof(float)) == 0);
+}
+}  // namespace
+
+TEST_CASE("block row stores give the bits of the per-block functions (bulk kernels included)", "[kv][cache]") {
+  check_store_per_block(kb::nvfp4_te{}, 7.5f);
+  check_store_per_block(kb::nvfp4_te_enc_div{}, 7.5f);
+  check_store_per_block(kb::nvfp4_vllm<>{}, 3.25f);
+  check_store_per_block(kb::mxfp4_floor{}, 1.0f);
+  check_store_per_block(kb::mxfp8_e4m3_rceil{}, 1.0f);
+  check_store_per_block(kb::mxfp6_e2m3_floor{}, 1.0f);
+  check_store_per_block(kb::fp8_e4m3_per_tensor{}, 0.5f);
+}

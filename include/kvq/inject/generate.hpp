@@ -71,6 +71,9 @@ struct qkv_config {
   std::size_t first_query_position = std::numeric_limits<std::size_t>::max();
   /// Threads for filling; the values do not depend on it.
   unsigned threads = 1;  // for filling; the values do not depend on it
+  /// Whether to draw V. False leaves every V matrix empty (0 x 0), for studies that read
+  /// only Q and K: V has its own stream, so Q and K are the same bits either way.
+  bool values = true;
 };
 
 /// Generated Q, K, V of all heads (see the file description for the layout).
@@ -131,6 +134,10 @@ inline qkv generate_qkv(const qkv_config& c) {
     const auto hh = static_cast<std::uint32_t>(h);
     out.k.emplace_back(n, d);
     fill_normal(out.k.back(), base.substream(make_stream(stream_kind::key, hh)), 0.0, c.k_std, c.threads);
+    if (!c.values) {
+      out.v.emplace_back();
+      continue;
+    }
     out.v.emplace_back(n, d);
     fill_normal(out.v.back(), base.substream(make_stream(stream_kind::value, hh)), 0.0, c.v_std, c.threads);
   }

@@ -252,7 +252,7 @@ inline std::vector<std::size_t> massive_channels(const massive_activation_config
 /// Writes the massive value into the chosen tokens and channels of K (and zeroes those
 /// channels in every non-null query matrix when neutralize_queries) and/or V.
 /// `avoid_channels` is excluded from a random channel choice.
-/// \throws std::invalid_argument if K and V differ in shape, a token is >= the number of
+/// \throws std::invalid_argument if values is set and K and V differ in shape, a token is >= the number of
 ///         rows, a channel is >= head_dim, factor is not > 0, or a query's head_dim
 ///         differs from K's.
 inline massive_activation_record inject_massive_activations(const std::vector<matrix_f*>& queries, matrix_f& K,
@@ -260,7 +260,8 @@ inline massive_activation_record inject_massive_activations(const std::vector<ma
                                                             std::uint32_t head = 0,
                                                             const std::vector<std::size_t>& avoid_channels = {}) {
   const char* where = "kvq::inject::inject_massive_activations";
-  if (K.rows() != V.rows() || K.cols() != V.cols())
+  // V is read and written only when values is set (a caller without V passes an empty one).
+  if (c.values && (K.rows() != V.rows() || K.cols() != V.cols()))
     kvq::detail::fail(where, kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("V", V));
   const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
   massive_activation_record r;

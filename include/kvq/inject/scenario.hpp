@@ -135,7 +135,10 @@ inline scenario build_scenario_on(qkv data, const scenario_config& cfg) {
       oc.channels = protected_channels;
       rec.outliers = inject_channel_outliers(x.k[h], oc, hh);
     }
+    const bool has_v = x.v[h].size() > 0;  // qkv_config::values
     if (cfg.massive) {
+      if (cfg.massive->values && !has_v)
+        kvq::detail::fail("kvq::inject::build_scenario", "massive activations in V, but V was not drawn (qkv_config::values)");
       rec.massive = inject_massive_activations(group, x.k[h], x.v[h], *cfg.massive, hh, protected_channels);
       protected_channels.insert(protected_channels.end(), rec.massive->channels.begin(), rec.massive->channels.end());
     }
@@ -143,7 +146,9 @@ inline scenario build_scenario_on(qkv data, const scenario_config& cfg) {
     if (cfg.sinks) {
       sink_config sk = *cfg.sinks;
       sk.protected_channels.insert(sk.protected_channels.end(), protected_channels.begin(), protected_channels.end());
-      rec.sinks = inject_sinks(group, x.k[h], &x.v[h], sk, hh);
+      if (sk.value_scale != 1.0 && !has_v)
+        kvq::detail::fail("kvq::inject::build_scenario", "sink value_scale, but V was not drawn (qkv_config::values)");
+      rec.sinks = inject_sinks(group, x.k[h], has_v ? &x.v[h] : nullptr, sk, hh);
       nc.avoid_direction = rec.sinks->direction;
       nc.exclude_tokens = rec.sinks->tokens;
     }

@@ -213,6 +213,15 @@ class block_row_store final : public row_store {
     const block::quantize_block_fn<S, block::f32_input> f{s_, S::prepare(tv_), rows, codes_.data() + c0,
                                                           z.scales ? scales_.data() + s0 : nullptr,
                                                           z.zeros ? zeros_.data() + z0 : nullptr};
+#if defined(KVQ_BLOCK_SIMD)
+    // The bulk kernels where the scheme has one: the bits of f(b), many blocks at a time
+    // (kvq/block/bulk.hpp; the same dispatch as block::quantize).
+    if constexpr (block::bulk::has_quantize<S, block::f32_input>::value) {
+      block::bulk::quantize_blocks(s_, f.params, rows, z.blocks, codes_.data() + c0, scales_.data() + s0);
+      n_ += n;
+      return;
+    }
+#endif
     for (std::size_t b = 0; b < z.blocks; ++b) f(b);
     n_ += n;
   }
@@ -220,6 +229,12 @@ class block_row_store final : public row_store {
     const block::dequantize_block_fn<S> f{s_, S::prepare(tv_), codes_.data(), scales_.empty() ? nullptr : scales_.data(),
                                           zeros_.empty() ? nullptr : zeros_.data(), out};
     const std::size_t nb = n_ * hd_ / s_.block_size();
+#if defined(KVQ_BLOCK_SIMD)
+    if constexpr (block::bulk::has_dequantize<S>::value) {  // same bits, many blocks at a time
+      block::bulk::dequantize_blocks(s_, f.params, codes_.data(), scales_.data(), nb, out);
+      return;
+    }
+#endif
     for (std::size_t b = 0; b < nb; ++b) f(b);
   }
   std::size_t memory_bytes() const noexcept override {
