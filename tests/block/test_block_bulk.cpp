@@ -118,6 +118,15 @@ TEST_CASE("fast paths are compiled where expected", "[block][bulk]") {
   CHECK_FALSE(kb::bulk::has_quantize<kb::mx_floor_microxcaling<kvq::fmt::e2m1>, kb::f32_input>::value);
   CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_te, kb::bf16_input>::value);
   CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_torchao, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::fp8_e4m3_per_tensor, kb::f32_input>::value);
+  CHECK(kb::bulk::has_dequantize<kb::fp8_e5m2_per_tensor>::value);
+  // another instruction model's division keeps the per-element path
+  CHECK_FALSE(kb::bulk::has_quantize<kb::fp8_per_tensor<kvq::fmt::e4m3, kvq::instr::ieee_fma>, kb::f32_input>::value);
+}
+
+TEST_CASE("FP8 per-tensor fast paths equal the per-element reference", "[block][bulk]") {
+  check_scheme(kb::fp8_e4m3_per_tensor{}, "fp8_e4m3_per_tensor");
+  check_scheme(kb::fp8_e5m2_per_tensor{}, "fp8_e5m2_per_tensor");
 }
 
 TEST_CASE("NVFP4 fast paths equal the per-block reference", "[block][bulk]") {

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include <kvq/block/fp8_kv.hpp>
 #include <kvq/block/io16.hpp>
 #include <kvq/block/mx.hpp>
 #include <kvq/block/nvfp4.hpp>
@@ -427,6 +428,19 @@ template <class S>
 struct is_te_nvfp4
     : std::bool_constant<std::is_same<S, nvfp4_te>::value || std::is_same<S, nvfp4_te_enc_div>::value> {};
 
+/// Whether S is vLLM's FP8 per-tensor store with IEEE division (fp8_per_tensor<E,
+/// instr::ieee>): its element pass is a division by the tensor scale, exact-rounded, so
+/// the bulk path may divide a chunk at a time before the format's bulk encoder. Other
+/// instruction models keep the per-element path.
+template <class F>
+struct format_has_subnormals : std::bool_constant<F::has_subnormals> {};
+template <class S, class = void>
+struct is_fp8_per_tensor_ieee : std::false_type {};
+template <class S>
+struct is_fp8_per_tensor_ieee<S, std::void_t<typename S::instruction_model, typename S::element_format>>
+    : std::conjunction<std::is_same<S, fp8_per_tensor<typename S::element_format, instr::ieee>>,
+                       format_has_subnormals<typename S::element_format>> {};
+
 /// Whether `quantize<S, In>` / `dequantize<S>` have a fast path here.
 template <class S, class In>
 struct has_quantize
@@ -434,7 +448,7 @@ struct has_quantize
 #if defined(KVQ_BLOCK_SIMD)
           std::is_same<In, f32_input>::value &&
           (is_te_nvfp4<S>::value || is_vllm_nvfp4<S>::value ||
-           mx_fast_quantize<S>::value)
+           mx_fast_quantize<S>::value || is_fp8_per_tensor_ieee<S>::value)
 #else
           false
 #endif
@@ -445,7 +459,8 @@ template <class S>
 struct has_dequantize
     : std::bool_constant<
 #if defined(KVQ_BLOCK_SIMD)
-          is_te_nvfp4<S>::value || is_vllm_nvfp4_any<S>::value || mx_fast_format<S>::value
+          is_te_nvfp4<S>::value || is_vllm_nvfp4_any<S>::value || mx_fast_format<S>::value ||
+          is_fp8_per_tensor_ieee<S>::value
 #else
           false
 #endif
@@ -538,6 +553,18 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, os_of[sc[j]], codes + 8 * (b0 + j));
     }
+  } else if constexpr (is_fp8_per_tensor_ieee<S>::value) {
+    // fp8_per_tensor::quantize_block per element: encode(x / scale), satfinite, nearest
+    // even. The quotients of a chunk first (IEEE division: the same bits in any lane),
+    // then the format's bulk encoder (the scalar encoder's bits, kvq/format/bulk.hpp).
+    (void)s;
+    (void)scales;
+    float q[chunk * 16];
+    for (std::size_t i0 = 0; i0 < nb; i0 += chunk * 16) {
+      const std::size_t m = nb - i0 < chunk * 16 ? nb - i0 : chunk * 16;
+      for (std::size_t j = 0; j < m; ++j) q[j] = x[i0 + j] / p.scale;
+      kvq::detail::encode_rne_loop<typename S::element_format, overflow::satfinite>(q, m, codes + i0);
+    }
   } else {  // MX, nearest-even elements
     using F = typename S::element_format;
     (void)s;
@@ -598,6 +625,17 @@ inline void dequantize_blocks(const S& s, const typename S::params& p, const std
       mul_of[c] = t * factor_inv;
     }
     for (std::size_t b = 0; b < nb; ++b) load_e2m1_16(codes + 8 * b, mul_of[scales[b]], out + 16 * b);
+  } else if constexpr (is_fp8_per_tensor_ieee<S>::value) {
+    // fp8_per_tensor::dequantize_block: decode(code) * scale, the decode through its table.
+    (void)scales;
+    // A NaN scale times a NaN code: which NaN comes out depends on the operand order the
+    // compiler picks, so that case takes the reference's own per-element calls.
+    if (p.scale != p.scale) {
+      for (std::size_t i = 0; i < nb; ++i) s.dequantize_block(codes + i, 0, 0.0f, p, out + i);
+      return;
+    }
+    const auto& table = kvq::detail::decode_table_v<typename S::element_format, float>.v;
+    for (std::size_t i = 0; i < nb; ++i) out[i] = table[codes[i]] * p.scale;
   } else if constexpr (is_vllm_nvfp4_any<S>::value) {
     float sff_of[256];
     for (int c = 0; c < 256; ++c) sff_of[c] = detail::e4m3_value(static_cast<std::uint8_t>(c));
