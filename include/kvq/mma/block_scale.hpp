@@ -2,8 +2,10 @@
 /// kvq/mma/block_scale.hpp — block-scaled tensor-core MMA: d = Σ_k (a_k · sa_blk)(b_k · sb_blk) + c
 /// over one instruction, in exact integer arithmetic (KVQ_HD: no allocation, no exceptions).
 ///
-/// Instructions (PTX ISA 8.7+, §9.7.16 "TensorCore 5th Generation Family Instructions",
-/// tcgen05.mma with .block_scale, and §9.7.14.5.14 mma.sync ... .block_scale for sm_120a):
+/// Instructions (PTX ISA 8.7 and later; the section numbers move between ISA versions):
+/// "TensorCore 5th Generation Family Instructions", tcgen05.mma with .block_scale (sm_100a),
+/// and "Warp Level Matrix Multiply-Accumulate Instructions", mma.sync with .block_scale and
+/// .kind::mxf8f6f4 / .kind::mxf4nvf4 (sm_120a):
 ///
 /// ~~~
 ///   kind::mxf8f6f4  K = 32 per instruction, one ue8m0 scale per 32 elements of a row of A
@@ -11,6 +13,7 @@
 ///                   e3m2, e2m3, e2m1 (OCP MX).
 ///   kind::mxf4nvf4  K = 64, a and b in e2m1; ue8m0 scales per 32 (MXFP4, scale_vec::2X)
 ///                   or per 16 elements (scale_vec::4X), or ue4m3 scales per 16 (NVFP4).
+///                   kind::mxf4 (e2m1, ue8m0 per 32) is the (mxf4nvf4, ue8m0, 32) preset.
 /// ~~~
 ///
 /// The rule is the one of MMA-Sim (Xie, Wang, Yang, Yang, "MMA-Sim: Bit-Accurate Reference
