@@ -10,8 +10,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cfenv>
 #include <cmath>
 #include <cstdio>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -168,4 +171,95 @@ TEST_CASE("block-scaled host API rejects bad input", "[mma][block_scale]") {
   CHECK_NOTHROW(block_scale_dot(mx, element_format::e5m2, element_format::e4m3, inf, x, s1, s1, 0.0f));
   CHECK(evidence(mx, element_format::e5m2, element_format::e4m3) == block_scale_evidence::simulated);
   CHECK(evidence(mx, element_format::e2m1, element_format::e4m3) == block_scale_evidence::assumed);
+}
+
+namespace {
+
+// x rounded toward zero to fp32 by the FPU's own conversion (independent of the model).
+float to_float_rz(double x) {
+  const int old = std::fegetround();
+  std::fesetround(FE_TOWARDZERO);
+  volatile double v = x;
+  const float f = static_cast<float>(v);
+  std::fesetround(old);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("block-scaled sums inside the window are the exact sum rounded toward zero", "[mma][block_scale]") {
+  // Inputs whose terms all lie inside the alignment window, so nothing is truncated
+  // before the final rounding: d must be RZ(exact sum) (c aligned) or
+  // RNE(RZ(exact product sum) + c) (c separate). The sums are exact in double: c lies
+  // within 2^±6 (mxf4nvf4) or 2^-2 .. 2^7 (mxf8f6f4) of the largest term's exponent, so
+  // every term is a multiple of a power of two at most 2^45 below the largest magnitude.
+  std::mt19937_64 rng(20260502);
+  const std::vector<float> e2m1{0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+  auto pick = [&](const std::vector<float>& v) {
+    const float x = v[rng() % v.size()];
+    return (rng() & 1) ? -x : x;
+  };
+  auto rand_c = [&](int e) {
+    const float m = 1.0f + static_cast<float>(rng() % (1u << 23)) * std::ldexp(1.0f, -23);
+    return (rng() & 1) ? -std::ldexp(m, e) : std::ldexp(m, e);
+  };
+  for (int scale_kind = 0; scale_kind < 2; ++scale_kind) {
+    const block_scale_params p = get_block_scale_preset(
+        block_scale_kind::mxf4nvf4, scale_kind == 0 ? scale_format::ue8m0 : scale_format::ue4m3, 16);
+    for (int t = 0; t < 2000; ++t) {
+      std::vector<float> a(64), b(64), sa(4), sb(4);
+      for (int i = 0; i < 64; ++i) {
+        a[i] = pick(e2m1);
+        b[i] = pick(e2m1);
+      }
+      int emax = -1000;
+      for (int j = 0; j < 4; ++j) {
+        if (scale_kind == 0) {
+          sa[j] = std::ldexp(1.0f, static_cast<int>(rng() % 7) - 3);
+          sb[j] = std::ldexp(1.0f, static_cast<int>(rng() % 7) - 3);
+        } else {  // ue4m3 normal values 1.m x 2^e, e in [-3, 3]
+          sa[j] = std::ldexp(1.0f + static_cast<float>(rng() % 8) / 8.0f, static_cast<int>(rng() % 7) - 3);
+          sb[j] = std::ldexp(1.0f + static_cast<float>(rng() % 8) / 8.0f, static_cast<int>(rng() % 7) - 3);
+        }
+        emax = std::max(emax, std::ilogb(sa[j]) + std::ilogb(sb[j]));
+      }
+      const float c = (t % 10 == 0) ? 0.0f : rand_c(emax + static_cast<int>(rng() % 13) - 6);
+      double prod = 0.0;
+      for (int i = 0; i < 64; ++i) prod += static_cast<double>(a[i]) * b[i] * sa[i / 16] * sb[i / 16];
+      const double exact = prod + static_cast<double>(c);
+      const float want = exact == 0.0 ? 0.0f : to_float_rz(exact);
+      const float got = block_scale_dot(p, element_format::e2m1, element_format::e2m1, a, b, sa, sb, c);
+      REQUIRE(kvq_test::float_to_word(got) == kvq_test::float_to_word(want));
+      block_scale_params ps = p;
+      ps.c_mode = c_entry::separate;
+      const float s = prod == 0.0 ? 0.0f : to_float_rz(prod);
+      float want_sep = s + c;  // one IEEE fp32 addition, nearest even
+      if (want_sep == 0.0f) want_sep = 0.0f;
+      const float got_sep = block_scale_dot(ps, element_format::e2m1, element_format::e2m1, a, b, sa, sb, c);
+      REQUIRE(kvq_test::float_to_word(got_sep) == kvq_test::float_to_word(want_sep));
+    }
+  }
+  // mxf8f6f4, e4m3 x e5m2, normal elements with exponents in [-3, 3], one scale pair.
+  const block_scale_params p = get_block_scale_preset(block_scale_kind::mxf8f6f4, scale_format::ue8m0, 32);
+  for (int t = 0; t < 2000; ++t) {
+    std::vector<float> a(32), b(32);
+    int emax = -1000;
+    for (int i = 0; i < 32; ++i) {
+      const float ma = 1.0f + static_cast<float>(rng() % 8) / 8.0f, mb = 1.0f + static_cast<float>(rng() % 4) / 4.0f;
+      const int ea = static_cast<int>(rng() % 7) - 3, eb = static_cast<int>(rng() % 7) - 3;
+      a[i] = (rng() & 1) ? -std::ldexp(ma, ea) : std::ldexp(ma, ea);
+      b[i] = (rng() % 8 == 0) ? 0.0f : std::ldexp(mb, eb);
+      if (b[i] != 0.0f) emax = std::max(emax, ea + eb);
+    }
+    const std::vector<float> sa{std::ldexp(1.0f, static_cast<int>(rng() % 41) - 20)},
+        sb{std::ldexp(1.0f, static_cast<int>(rng() % 41) - 20)};
+    const int es = std::ilogb(sa[0]) + std::ilogb(sb[0]);
+    const float c = (t % 10 == 0) ? 0.0f : rand_c(emax + es + static_cast<int>(rng() % 10) - 2);
+    double prod = 0.0;
+    for (int i = 0; i < 32; ++i) prod += static_cast<double>(a[i]) * b[i] * sa[0] * sb[0];
+    const double exact = prod + static_cast<double>(c);
+    const float want = exact == 0.0 ? 0.0f : to_float_rz(exact);
+    const float got = block_scale_dot(p, element_format::e4m3, element_format::e5m2, a, b, sa, sb, c);
+    REQUIRE(kvq_test::float_to_word(got) == kvq_test::float_to_word(want));
+  }
 }
