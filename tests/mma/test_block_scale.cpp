@@ -162,6 +162,10 @@ TEST_CASE("block-scaled host API rejects bad input", "[mma][block_scale]") {
                   std::invalid_argument);
   const block_scale_params mx = get_block_scale_preset(block_scale_kind::mxf8f6f4, scale_format::ue8m0, 32);
   std::vector<float> x(32, 1.0f), s3{3.0f}, s1{1.0f};
+  block_scale_params grouped = mx;
+  grouped.group = 16;  // exact group sums are sized for e2m1 products only
+  CHECK_THROWS_AS(block_scale_dot(grouped, element_format::e4m3, element_format::e4m3, x, x, s1, s1, 0.0f),
+                  std::invalid_argument);
   CHECK_THROWS_AS(block_scale_dot(mx, element_format::e4m3, element_format::e4m3, x, x, s3, s1, 0.0f),
                   std::invalid_argument);
   std::vector<float> inf = x;

@@ -213,16 +213,19 @@ inline bool representable(float x, scale_format f) {
 /// a multiple of p.k, the d of one instruction being the c of the next (a K loop of MMA
 /// instructions). sa, sb: K / p.block scales. Throws std::invalid_argument when the sizes
 /// do not fit, an element is not a value of its format, or the formats do not fit the kind
-/// (mxf4nvf4 takes e2m1 only).
+/// (mxf4nvf4, and any params with group > 1, take e2m1 only: the 64-bit accumulator is
+/// sized for e2m1 group sums).
 inline float block_scale_dot(const block_scale_params& p, element_format fa, element_format fb,
                              const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& sa,
                              const std::vector<float>& sb, float c) {
   if (p.k <= 0 || p.k > max_block || p.block <= 0 || p.k % p.block != 0 || p.group <= 0 || p.k % p.group != 0 ||
       (p.group > 1 && p.block % p.group != 0) || p.frac_bits <= 0 || p.frac_bits > 35)
     throw std::invalid_argument("kvq::mma::block_scale_dot: k, block, group or window out of the supported range");
-  if (p.kind == block_scale_kind::mxf4nvf4 && (fa != element_format::e2m1 || fb != element_format::e2m1))
-    throw std::invalid_argument(std::string("kvq::mma::block_scale_dot: mxf4nvf4 takes e2m1 operands, not ") +
-                                name(fa) + " x " + name(fb));
+  if ((p.kind == block_scale_kind::mxf4nvf4 || p.group > 1) &&
+      (fa != element_format::e2m1 || fb != element_format::e2m1))
+    throw std::invalid_argument(std::string("kvq::mma::block_scale_dot: ") +
+                                (p.kind == block_scale_kind::mxf4nvf4 ? "mxf4nvf4" : "a group of more than one product") +
+                                " takes e2m1 operands, not " + name(fa) + " x " + name(fb));
   if (a.size() != b.size())
     throw std::invalid_argument("kvq::mma::block_scale_dot: a has " + std::to_string(a.size()) + " elements, b has " +
                                 std::to_string(b.size()));
