@@ -4,6 +4,7 @@
 
 #include <kvq/mma/api.hpp>
 #include <kvq/mma/block_fma.hpp>
+#include <kvq/mma/block_scale.hpp>
 #include <kvq/mma/dot.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
@@ -11,4 +12,6 @@
 /// \namespace kvq::mma
 /// Models of the tensor-core inner product: the block FMA of an MMA instruction with its
 /// alignment, truncation and accumulation rules (kvq/mma/block_fma.hpp), the named
-/// instruction presets, dot products chained over K, and the checked host API.
+/// instruction presets, dot products chained over K, the block-scaled Blackwell kinds
+/// (kvq/mma/block_scale.hpp: tcgen05.mma kind::mxf8f6f4 / kind::mxf4nvf4, mma.sync
+/// block_scale), and the checked host API.

@@ -3,6 +3,10 @@
 // 32-character binary fp32 word per line) and prints d = a·b + c as the preset of the
 // chosen GPU computes it, one 32-character binary fp32 word per line (fp16 results as
 // the fp32 word of the same value, as in the recorded d_*_fp16 files).
+// With --cases it replays block-scaled inner products in the layout of tests/data/mma-sim/
+// (one case a line: "KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]") through the
+// block-scaled presets and prints d as one 8-hex-digit fp32 word per line; --check compares
+// with each line's d instead.
 #include "mma.hpp"
 
 #include <kvq/core/input_file.hpp>
@@ -16,6 +20,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kvq::cli {
@@ -117,6 +122,83 @@ float parse_binary_line(const std::string& line, const std::string& where) {
   return float_of(u);
 }
 
+std::vector<std::string> split_fields(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  for (;;) {
+    const std::size_t j = s.find(sep, i);
+    out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (j == std::string::npos) return out;
+    i = j + 1;
+  }
+}
+
+std::string hex_word(float d) {
+  std::uint32_t u;
+  std::memcpy(&u, &d, sizeof u);
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", u);
+  return buf;
+}
+
+// kvq mma --cases FILE [--check]: block-scaled inner products (tests/data/mma-sim layout).
+int run_cases(const std::string& path, bool gz, bool check, const std::string& c_mode) {
+  const auto lines = read_lines(path, gz);
+  std::string result;
+  std::size_t differ = 0, n = 0;
+  std::string first;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string where = path + " line " + std::to_string(i + 1);
+    if (lines[i].empty() || lines[i][0] == '#') continue;
+    const auto f = split_fields(lines[i], '|');
+    if (f.size() != 6 && f.size() != 7)
+      throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]'");
+    std::vector<std::string> head;
+    for (const auto& w : split_fields(f[0], ' '))
+      if (!w.empty()) head.push_back(w);
+    if (head.size() != 5) throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT' before the first '|'");
+    if (head[2] != "16" && head[2] != "32") throw bad_input(where + ": block '" + head[2] + "' is not 16 or 32");
+    float d;
+    std::vector<float> dv;
+    try {
+      kvq::mma::block_scale_params p = kvq::mma::get_block_scale_preset(
+          kvq::mma::parse_block_scale_kind(head[0]), kvq::mma::parse_scale_format(head[1]), std::stoi(head[2]));
+      if (c_mode == "separate") p.c_mode = kvq::mma::c_entry::separate;
+      const auto c = parse_hex_line(f[5], where + " c");
+      if (c.size() != 1) throw bad_input(where + ": expected one c word");
+      if (f.size() == 7) {
+        dv = parse_hex_line(f[6], where + " d");
+        if (dv.size() != 1) throw bad_input(where + ": expected one d word");
+      }
+      d = kvq::mma::block_scale_dot(p, kvq::mma::parse_element_format(head[3]),
+                                    kvq::mma::parse_element_format(head[4]), parse_hex_line(f[1], where + " a"),
+                                    parse_hex_line(f[2], where + " b"), parse_hex_line(f[3], where + " sa"),
+                                    parse_hex_line(f[4], where + " sb"), c[0]);
+    } catch (const std::invalid_argument& e) {
+      throw bad_input(where + ": " + e.what());
+    }
+    ++n;
+    if (check) {
+      if (dv.empty()) throw bad_input(where + ": --check needs a d field");
+      if (hex_word(d) != hex_word(dv[0]) && ++differ <= 3)
+        first += " line " + std::to_string(i + 1) + ": got " + hex_word(d) + " want " + hex_word(dv[0]) + ";";
+    } else {
+      result += hex_word(d);
+      result += '\n';
+    }
+  }
+  if (!check) {
+    std::fwrite(result.data(), 1, result.size(), stdout);
+    return 0;
+  }
+  if (differ != 0) {
+    std::fprintf(stderr, "kvq mma: %zu of %zu cases differ:%s\n", differ, n, first.c_str());
+    return 1;
+  }
+  std::printf("%zu of %zu cases reproduce\n", n, n);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_mma(const std::vector<std::string>& args) {
@@ -124,14 +206,20 @@ int cmd_mma(const std::vector<std::string>& args) {
       "Tensor-core inner products d = a.b + c as the chosen GPU computes them (kvq::mma presets).\n"
       "Input layout of the recorded vectors: a/b one line per inner product of 8-hex-digit fp32\n"
       "words, c one 32-character binary fp32 word per line (rounded to fp16, nearest even, for\n"
-      "--out-format fp16). Prints d as one 32-character binary fp32 word per line.",
+      "--out-format fp16). Prints d as one 32-character binary fp32 word per line.\n"
+      "--cases FILE replays block-scaled inner products (tcgen05.mma kind::mxf8f6f4 / mxf4nvf4,\n"
+      "mma.sync block_scale) in the layout of tests/data/mma-sim and prints d as 8-hex-digit words.",
       "kvq mma"};
-  std::string arch_s, format_s, a_path, b_path, c_path, out_s = "fp32";
-  bool gz = false;
-  app.add_option("--arch", arch_s, "GPU: sm_80, sm_89, sm_90, sm_100")->required();
-  app.add_option("--format", format_s, "input format: e4m3, e5m2, bf16, fp16")->required();
-  app.add_option("--a", a_path, "file of the a vectors")->required();
-  app.add_option("--b", b_path, "file of the b vectors")->required();
+  std::string arch_s, format_s, a_path, b_path, c_path, out_s = "fp32", cases_path, c_mode = "aligned";
+  bool gz = false, check = false;
+  app.add_option("--arch", arch_s, "GPU: sm_80, sm_89, sm_90, sm_100 (required without --cases)");
+  app.add_option("--format", format_s, "input format: e4m3, e5m2, bf16, fp16 (required without --cases)");
+  app.add_option("--a", a_path, "file of the a vectors (required without --cases)");
+  app.add_option("--b", b_path, "file of the b vectors (required without --cases)");
+  app.add_option("--cases", cases_path, "file of block-scaled cases (tests/data/mma-sim layout)");
+  app.add_flag("--check", check, "with --cases: compare with each case's d; exit 1 if any differs");
+  app.add_option("--c-mode", c_mode, "with --cases: aligned (MMA-Sim, default) or separate (c added after the sum)")
+      ->check(CLI::IsMember({"aligned", "separate"}));
   app.add_option("--c", c_path, "file of the c values (default: c = 0)");
   app.add_flag("--gz", gz, "the files are gzip-compressed");
   app.add_option("--out-format", out_s, "accumulator format: fp32 (default) or fp16");
@@ -145,6 +233,16 @@ int cmd_mma(const std::vector<std::string>& args) {
     return 2;
   }
   try {
+    if (!cases_path.empty()) {
+      if (!arch_s.empty() || !format_s.empty() || !a_path.empty() || !b_path.empty() || !c_path.empty() ||
+          out_s != "fp32")
+        throw bad_input("--cases takes no --arch, --format, --a, --b, --c or --out-format");
+      return run_cases(cases_path, gz, check, c_mode);
+    }
+    if (check || c_mode != "aligned") throw bad_input("--check and --c-mode need --cases");
+    for (const auto& [opt, val] : {std::pair<const char*, const std::string*>{"--arch", &arch_s},
+                                   {"--format", &format_s}, {"--a", &a_path}, {"--b", &b_path}})
+      if (val->empty()) throw bad_input(std::string(opt) + " is required (or --cases; see kvq mma --help)");
     const kvq::mma::arch a = kvq::mma::parse_arch(arch_s);
     const kvq::mma::input_format in = kvq::mma::parse_input_format(format_s);
     const kvq::mma::output_format out = kvq::mma::parse_output_format(out_s);

@@ -3,6 +3,7 @@
 /// over float arrays whose values must be exactly representable in the input format.
 #pragma once
 
+#include <kvq/mma/block_scale.hpp>
 #include <kvq/mma/dot.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
@@ -127,6 +128,135 @@ inline float dot(const preset_info& p, input_format in, const std::vector<float>
 inline float dot(arch a_, input_format in, output_format out, const std::vector<float>& a,
                  const std::vector<float>& b, float c) {
   return dot(get_preset(a_, in, out), in, a, b, c);
+}
+
+// ---- block-scaled kinds (block_scale.hpp) ------------------------------------------
+
+/// The element format's name: "e4m3", "e5m2", "e3m2", "e2m3" or "e2m1".
+inline const char* name(element_format f) {
+  switch (f) {
+    case element_format::e4m3: return "e4m3";
+    case element_format::e5m2: return "e5m2";
+    case element_format::e3m2: return "e3m2";
+    case element_format::e2m3: return "e2m3";
+    case element_format::e2m1: return "e2m1";
+  }
+  return "?";
+}
+/// The scale format's name: "ue8m0" or "ue4m3".
+inline const char* name(scale_format f) { return f == scale_format::ue8m0 ? "ue8m0" : "ue4m3"; }
+/// The kind's name: "mxf8f6f4" or "mxf4nvf4".
+inline const char* name(block_scale_kind k) { return k == block_scale_kind::mxf8f6f4 ? "mxf8f6f4" : "mxf4nvf4"; }
+/// "simulated" or "assumed".
+inline const char* name(block_scale_evidence e) { return e == block_scale_evidence::simulated ? "simulated" : "assumed"; }
+
+/// The element format named s (as name() writes it). Throws std::invalid_argument otherwise.
+inline element_format parse_element_format(const std::string& s) {
+  for (element_format f : {element_format::e4m3, element_format::e5m2, element_format::e3m2, element_format::e2m3,
+                           element_format::e2m1})
+    if (s == name(f)) return f;
+  throw std::invalid_argument("kvq::mma: unknown element format '" + s + "' (allowed: e4m3, e5m2, e3m2, e2m3, e2m1)");
+}
+/// The scale format named s ("ue8m0", "ue4m3"). Throws std::invalid_argument otherwise.
+inline scale_format parse_scale_format(const std::string& s) {
+  if (s == "ue8m0") return scale_format::ue8m0;
+  if (s == "ue4m3") return scale_format::ue4m3;
+  throw std::invalid_argument("kvq::mma: unknown scale format '" + s + "' (allowed: ue8m0, ue4m3)");
+}
+/// The kind named s ("mxf8f6f4", "mxf4nvf4"). Throws std::invalid_argument otherwise.
+inline block_scale_kind parse_block_scale_kind(const std::string& s) {
+  if (s == "mxf8f6f4") return block_scale_kind::mxf8f6f4;
+  if (s == "mxf4nvf4") return block_scale_kind::mxf4nvf4;
+  throw std::invalid_argument("kvq::mma: unknown block-scaled kind '" + s + "' (allowed: mxf8f6f4, mxf4nvf4)");
+}
+
+/// The preset of (kind, s, block) (find_block_scale_preset). Throws std::invalid_argument
+/// when PTX has no such instruction.
+inline block_scale_params get_block_scale_preset(block_scale_kind kind, scale_format s, int block) {
+  block_scale_params p{};
+  if (!find_block_scale_preset(kind, s, block, p))
+    throw std::invalid_argument(std::string("kvq::mma: no block-scaled preset for ") + name(kind) + " with " + name(s) +
+                                " scales per " + std::to_string(block) +
+                                " elements (mxf8f6f4: ue8m0 per 32; mxf4nvf4: ue8m0 per 32 or 16, ue4m3 per 16)");
+  return p;
+}
+
+/// How firmly MMA-Sim decides the preset for these element formats: simulated for e4m3 /
+/// e5m2 in mxf8f6f4 and e2m1 in mxf4nvf4; assumed otherwise (MMA-Sim has no model).
+inline block_scale_evidence evidence(const block_scale_params& p, element_format fa, element_format fb) {
+  if (p.kind == block_scale_kind::mxf4nvf4) return block_scale_evidence::simulated;
+  const auto mmasim = [](element_format f) { return f == element_format::e4m3 || f == element_format::e5m2; };
+  return mmasim(fa) && mmasim(fb) ? block_scale_evidence::simulated : block_scale_evidence::assumed;
+}
+
+/// True when x is a value of element format f (e4m3: NaN, finite up to 448; e5m2: also
+/// Inf; e3m2, e2m3, e2m1: finite only, up to 28, 7.5, 6).
+inline bool representable(float x, element_format f) {
+  const input_format_info i = info(f);
+  const std::uint64_t all_ones = (std::uint64_t{2} << i.mantissa_bits) - 1;
+  switch (f) {
+    case element_format::e4m3: return representable(x, input_format::e4m3);
+    case element_format::e5m2: return representable(x, input_format::e5m2);
+    default: return std::isfinite(x) && representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, false);
+  }
+}
+/// True when x is a value of scale format f: ue8m0 a power of two in [2^-127, 2^127] or NaN;
+/// ue4m3 a non-negative e4m3 value (0 .. 448) or NaN.
+inline bool representable(float x, scale_format f) {
+  if (std::isnan(x)) return true;
+  if (f == scale_format::ue4m3) return !(x < 0.0f) && representable(x, input_format::e4m3);
+  if (!(x > 0.0f) || std::isinf(x)) return false;
+  return representable(x, 0, -127, 127, 1, false);
+}
+
+/// d = Σ_k (a_k sa)(b_k sb) + c through block-scaled instructions of preset p, K = a.size()
+/// a multiple of p.k, the d of one instruction being the c of the next (a K loop of MMA
+/// instructions). sa, sb: K / p.block scales. Throws std::invalid_argument when the sizes
+/// do not fit, an element is not a value of its format, or the formats do not fit the kind
+/// (mxf4nvf4, and any params with group > 1, take e2m1 only: the 64-bit accumulator is
+/// sized for e2m1 group sums).
+inline float block_scale_dot(const block_scale_params& p, element_format fa, element_format fb,
+                             const std::vector<float>& a, const std::vector<float>& b, const std::vector<float>& sa,
+                             const std::vector<float>& sb, float c) {
+  if (p.k <= 0 || p.k > max_block || p.block <= 0 || p.k % p.block != 0 || p.group <= 0 || p.k % p.group != 0 ||
+      (p.group > 1 && p.block % p.group != 0) || p.frac_bits <= 0 || p.frac_bits > 35)
+    throw std::invalid_argument("kvq::mma::block_scale_dot: k, block, group or window out of the supported range");
+  if ((p.kind == block_scale_kind::mxf4nvf4 || p.group > 1) &&
+      (fa != element_format::e2m1 || fb != element_format::e2m1))
+    throw std::invalid_argument(std::string("kvq::mma::block_scale_dot: ") +
+                                (p.kind == block_scale_kind::mxf4nvf4 ? "mxf4nvf4" : "a group of more than one product") +
+                                " takes e2m1 operands, not " + name(fa) + " x " + name(fb));
+  if (a.size() != b.size())
+    throw std::invalid_argument("kvq::mma::block_scale_dot: a has " + std::to_string(a.size()) + " elements, b has " +
+                                std::to_string(b.size()));
+  const std::size_t k = static_cast<std::size_t>(p.k), blk = static_cast<std::size_t>(p.block);
+  if (a.empty() || a.size() % k != 0)
+    throw std::invalid_argument("kvq::mma::block_scale_dot: K = " + std::to_string(a.size()) +
+                                " is not a positive multiple of " + std::to_string(k));
+  if (sa.size() != a.size() / blk || sb.size() != a.size() / blk)
+    throw std::invalid_argument("kvq::mma::block_scale_dot: expected " + std::to_string(a.size() / blk) +
+                                " scales per operand, got " + std::to_string(sa.size()) + " and " +
+                                std::to_string(sb.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!representable(a[i], fa))
+      throw std::invalid_argument("kvq::mma::block_scale_dot: a[" + std::to_string(i) + "] is not a " + name(fa) +
+                                  " value");
+    if (!representable(b[i], fb))
+      throw std::invalid_argument("kvq::mma::block_scale_dot: b[" + std::to_string(i) + "] is not a " + name(fb) +
+                                  " value");
+  }
+  for (std::size_t j = 0; j < sa.size(); ++j) {
+    if (!representable(sa[j], p.scale))
+      throw std::invalid_argument("kvq::mma::block_scale_dot: sa[" + std::to_string(j) + "] is not a " +
+                                  name(p.scale) + " value");
+    if (!representable(sb[j], p.scale))
+      throw std::invalid_argument("kvq::mma::block_scale_dot: sb[" + std::to_string(j) + "] is not a " +
+                                  name(p.scale) + " value");
+  }
+  float acc = c;
+  for (std::size_t i = 0; i < a.size(); i += k)
+    acc = block_scale_fma(p, fa, fb, a.data() + i, b.data() + i, sa.data() + i / blk, sb.data() + i / blk, acc);
+  return acc;
 }
 
 }  // namespace kvq::mma
