@@ -8,8 +8,8 @@
 /// [heads, tokens, dim] (HND). FlashInfer names the two orders this way (its
 /// `kv_layout` argument, "NHD" / "HND"); vLLM's paged caches use the same names for
 /// [num_blocks, block_size, num_heads, head_size] and [num_blocks, num_heads,
-/// block_size, head_size], and TensorRT-LLM's trtllm-gen attention kernels read the
-/// head-major order. Any leading dimensions (pages, batch) are kept; only the two
+/// block_size, head_size] (its NVFP4 writer for the trtllm-gen attention kernels
+/// describes its scale interleave for the head-major order). Any leading dimensions (pages, batch) are kept; only the two
 /// dimensions before the last are exchanged (swap_token_head_axes).
 ///
 /// vLLM's NVFP4 KV-cache page. vLLM stores an NVFP4 KV cache (kv_cache_dtype "nvfp4")
