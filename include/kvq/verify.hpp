@@ -12,6 +12,7 @@
 #include <kvq/verify/generators.hpp>
 #include <kvq/verify/hard_inputs.hpp>
 #include <kvq/verify/hash.hpp>
+#include <kvq/verify/kv_layout.hpp>
 #include <kvq/verify/npy.hpp>
 #include <kvq/verify/npy_verify.hpp>
 #include <kvq/verify/pipeline.hpp>

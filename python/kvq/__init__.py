@@ -37,6 +37,8 @@ from ._kvq import (
     hard_inputs,
     quantize,
     schemes,
+    swizzle_scales,
+    unswizzle_scales,
     verify,
     write_file_atomic,
 )
@@ -69,6 +71,8 @@ __all__ = [
     "run_study",
     "schemes",
     "studies",
+    "swizzle_scales",
+    "unswizzle_scales",
     "verify",
     "write_file_atomic",
 ]

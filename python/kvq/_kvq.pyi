@@ -368,9 +368,19 @@ def hard_inputs(scheme: str, shape: typing.Sequence[int], seed: int = 1) -> nump
     A float32 array of `shape` (C order; the last dimension is the row, a multiple of the scheme's block size) that separates every rounding decision of the scheme's recipe: elements exactly on the element format's rounding midpoints after the recipe's own scaling, block amaxes on both sides of every scale boundary (e4m3 midpoints, powers of two), zero and subnormal blocks, NaN/Inf where the recipe defines them, and (two-level recipes) the tensor amax. A kernel that rounds ties away from zero, truncates, divides instead of multiplying by a reciprocal or rounds its scale the other way matches kvq on random input but not on these. Deterministic in (scheme, shape, seed). See kvq/verify/hard_inputs.hpp.
     """
 
-def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, rounding: str | None = None, overflow: str | None = None, max_listed: int = 10) -> Report:
+def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, rounding: str | None = None, overflow: str | None = None, max_listed: int = 10, scale_layout: str = 'rowmajor', input_layout: str = 'nhd', kernel_layout: str = 'nhd', page_layout: str = 'none') -> Report:
     """
-    Compare a kernel's codes (and block scales) with kvq's, bit for bit, through the library's one verification entry point (what `kvq verify` runs). scheme: a block scheme (kvq.schemes()) or an element format (kvq.formats(); then rounding (default nearest_even) and overflow (default satfinite) apply and scales is None; block schemes refuse them). x: float32, float16 or bfloat16. Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does).
+    Compare a kernel's codes (and block scales) with kvq's, bit for bit, through the library's one verification entry point (what `kvq verify` runs). scheme: a block scheme (kvq.schemes()) or an element format (kvq.formats(); then rounding (default nearest_even) and overflow (default satfinite) apply and scales is None; block schemes refuse them). x: float32, float16 or bfloat16. Codes may be packed as quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does). scale_layout: 'rowmajor' or 'swizzled128x4' (cuBLAS / TransformerEngine 128x4 tiles of uint8 scales). input_layout / kernel_layout: 'nhd' ([..., tokens, heads, dim]) or 'hnd' ([..., heads, tokens, dim]), the order of x and of the kernel's buffers; when they differ the buffers are read in x's order. page_layout: 'vllm_nvfp4_k' or 'vllm_nvfp4_v': codes is vLLM's NVFP4 KV cache (both sides, codes and scales per page, V scales interleaved over 4 tokens), x is [pages, page_size, heads, head_size], scales is None and kernel_layout is the pages' row order. Mismatches are explained with the columns of `kvq verify --dump` (Report.mismatches, to_csv(), and each listed row of str()).
+    """
+
+def swizzle_scales(scales: numpy.typing.ArrayLike, rows: int, cols: int) -> numpy.typing.NDArray[numpy.uint8]:
+    """
+    A row-major rows x cols uint8 scale matrix (any shape with rows * cols elements) in cuBLAS / TransformerEngine's swizzled 128x4 tile layout: a flat array padded with zeros to whole 128x4 tiles, scale (r, c) of a tile at (r % 32) * 16 + (r // 32) * 4 + c. See kvq/verify/scale_layout.hpp.
+    """
+
+def unswizzle_scales(scales: numpy.typing.ArrayLike, rows: int, cols: int) -> numpy.typing.NDArray[numpy.uint8]:
+    """
+    The inverse of swizzle_scales: the swizzled 128x4 tiles (a uint8 array of swizzled size, padding included) back to the row-major rows x cols scale matrix, padding dropped.
     """
 
 def write_file_atomic(path: str, data: bytes) -> None:

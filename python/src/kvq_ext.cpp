@@ -607,7 +607,19 @@ namespace vf = kvq::verify;
 vf::verify_report verify_py(const std::string& scheme, const any_array& x, const any_array& codes,
                             const std::optional<any_array>& scales, std::optional<float> tensor_value,
                             const std::optional<std::string>& rnd, const std::optional<std::string>& ovf,
-                            std::size_t max_listed) {
+                            std::size_t max_listed, const std::string& scale_layout, const std::string& input_layout,
+                            const std::string& kernel_layout, const std::string& page_layout) {
+  vf::verify_options o;
+  try {
+    o.layout = vf::parse_scale_layout(scale_layout);
+    o.input_layout = vf::parse_kv_layout(input_layout);
+    o.kernel_layout = vf::parse_kv_layout(kernel_layout);
+    o.page = vf::parse_page_layout(page_layout);
+  } catch (const std::invalid_argument& e) {
+    throw nb::value_error((std::string("kvq.verify: ") + e.what()).c_str());
+  }
+  const bool rearranged = o.layout != vf::scale_layout::row_major || o.page != vf::page_layout::none ||
+                          o.input_layout != o.kernel_layout;
   const vf::verifiable_scheme& info = vf::find_verifiable(scheme);
   const host_view<std::uint8_t> cv = view_as<std::uint8_t>(codes, "kvq.verify", "codes");
   const block_input xv = read_block_input(x, "kvq.verify");
@@ -639,12 +651,11 @@ vf::verify_report verify_py(const std::string& scheme, const any_array& x, const
     }
     const std::size_t n = xv.size();
     const std::size_t bs = info.block_size ? info.block_size : (b.shape.empty() ? 1 : b.shape.back());
-    if (info.scales != vf::scale_type::none && bs != 0 && n % bs == 0 && b.scale_count != n / bs)
+    if (!rearranged && info.scales != vf::scale_type::none && bs != 0 && n % bs == 0 && b.scale_count != n / bs)
       throw nb::value_error(("kvq.verify: scales holds " + std::to_string(b.scale_count) + " values, " +
                              std::to_string(n / bs) + " blocks expected")
                                 .c_str());
   }
-  vf::verify_options o;
   if (rnd) o.round = kvq::parse_rounding(*rnd);
   if (ovf) o.over = kvq::parse_overflow(*ovf);
   o.tensor_value = tensor_value;
@@ -924,14 +935,60 @@ NB_MODULE(_kvq, m) {
   m.def("verify", &verify_py,
         nb::sig("def verify(scheme: str, x: numpy.typing.ArrayLike, codes: numpy.typing.ArrayLike, "
                 "scales: numpy.typing.ArrayLike | None = None, tensor_value: float | None = None, "
-                "rounding: str | None = None, overflow: str | None = None, max_listed: int = 10) -> Report"),
+                "rounding: str | None = None, overflow: str | None = None, max_listed: int = 10, "
+                "scale_layout: str = 'rowmajor', input_layout: str = 'nhd', kernel_layout: str = 'nhd', "
+                "page_layout: str = 'none') -> Report"),
         nb::arg("scheme"), nb::arg("x"), nb::arg("codes"), nb::arg("scales") = nb::none(),
         nb::arg("tensor_value") = nb::none(), nb::arg("rounding") = nb::none(),
-        nb::arg("overflow") = nb::none(), nb::arg("max_listed") = 10,
+        nb::arg("overflow") = nb::none(), nb::arg("max_listed") = 10, nb::arg("scale_layout") = "rowmajor",
+        nb::arg("input_layout") = "nhd", nb::arg("kernel_layout") = "nhd", nb::arg("page_layout") = "none",
         "Compare a kernel's codes (and block scales) with kvq's, bit for bit, through the library's one "
         "verification entry point (what `kvq verify` runs). scheme: a block scheme (kvq.schemes()) or an element "
         "format (kvq.formats(); then rounding (default nearest_even) and overflow (default satfinite) apply and "
         "scales is None; block schemes refuse them). x: float32, float16 or bfloat16. Codes may be packed as "
         "quantize returns them or, for 4-bit elements, one code per byte. tensor_value: the tensor-level value the "
-        "kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does).");
+        "kernel used (default: the scheme's rule, 1.0 for fp8_e4m3, else computed from x as the recipe does). "
+        "scale_layout: 'rowmajor' or 'swizzled128x4' (cuBLAS / TransformerEngine 128x4 tiles of uint8 scales). "
+        "input_layout / kernel_layout: 'nhd' ([..., tokens, heads, dim]) or 'hnd' ([..., heads, tokens, dim]), the "
+        "order of x and of the kernel's buffers; when they differ the buffers are read in x's order. page_layout: "
+        "'vllm_nvfp4_k' or 'vllm_nvfp4_v': codes is vLLM's NVFP4 KV cache (both sides, codes and scales per page, V "
+        "scales interleaved over 4 tokens), x is [pages, page_size, heads, head_size], scales is None and "
+        "kernel_layout is the pages' row order. Mismatches are explained with the columns of `kvq verify --dump` "
+        "(Report.mismatches, to_csv(), and each listed row of str()).");
+
+  m.def(
+      "swizzle_scales",
+      [](const any_array& s, std::size_t rows, std::size_t cols) {
+        const host_view<std::uint8_t> v = view_as<std::uint8_t>(s, "kvq.swizzle_scales", "scales");
+        try {
+          std::vector<std::uint8_t> out = vf::swizzle_scales(std::vector<std::uint8_t>(v.data, v.data + v.size), rows, cols);
+          const std::size_t len = out.size();
+          return to_numpy(std::move(out), {len});
+        } catch (const std::invalid_argument& e) {
+          throw nb::value_error((std::string("kvq.swizzle_scales: ") + e.what()).c_str());
+        }
+      },
+      nb::arg("scales"), nb::arg("rows"), nb::arg("cols"),
+      nb::sig("def swizzle_scales(scales: numpy.typing.ArrayLike, rows: int, cols: int) -> "
+              "numpy.typing.NDArray[numpy.uint8]"),
+      "A row-major rows x cols uint8 scale matrix (any shape with rows * cols elements) in cuBLAS / "
+      "TransformerEngine's swizzled 128x4 tile layout: a flat array padded with zeros to whole 128x4 tiles, scale "
+      "(r, c) of a tile at (r % 32) * 16 + (r // 32) * 4 + c. See kvq/verify/scale_layout.hpp.");
+  m.def(
+      "unswizzle_scales",
+      [](const any_array& s, std::size_t rows, std::size_t cols) {
+        const host_view<std::uint8_t> v = view_as<std::uint8_t>(s, "kvq.unswizzle_scales", "scales");
+        try {
+          std::vector<std::uint8_t> out =
+              vf::unswizzle_scales(std::vector<std::uint8_t>(v.data, v.data + v.size), rows, cols);
+          return to_numpy(std::move(out), {rows, cols});
+        } catch (const std::invalid_argument& e) {
+          throw nb::value_error((std::string("kvq.unswizzle_scales: ") + e.what()).c_str());
+        }
+      },
+      nb::arg("scales"), nb::arg("rows"), nb::arg("cols"),
+      nb::sig("def unswizzle_scales(scales: numpy.typing.ArrayLike, rows: int, cols: int) -> "
+              "numpy.typing.NDArray[numpy.uint8]"),
+      "The inverse of swizzle_scales: the swizzled 128x4 tiles (a uint8 array of swizzled size, padding included) "
+      "back to the row-major rows x cols scale matrix, padding dropped.");
 }

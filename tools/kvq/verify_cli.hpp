@@ -4,6 +4,7 @@
 //
 //   PROG --scheme NAME --input X.npy --codes C.npy [--scales S.npy] [--tensor-value V]
 //        [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]
+//        [--input-layout nhd|hnd] [--kernel-layout nhd|hnd] [--page-layout vllm_nvfp4_k|vllm_nvfp4_v]
 //        [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]
 //   PROG --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S] [--scale-layout L] [--hard]
 //
@@ -30,6 +31,7 @@ namespace kvq::cli {
 inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
   os << "usage: " << prog << " --scheme NAME --input X.npy --codes C.npy [--scales S.npy]\n"
      << "         [--tensor-value V] [--scale-layout rowmajor|swizzled128x4] [--dump mismatches.csv]\n"
+     << "         [--input-layout nhd|hnd] [--kernel-layout nhd|hnd] [--page-layout vllm_nvfp4_k|vllm_nvfp4_v]\n"
      << "         [--rounding rn|rz|ru|rd|rna] [--overflow satfinite|nosat] [--max-report N]\n"
      << "       " << prog << " --make-example DIR [--scheme NAME] [--rows R] [--cols C] [--seed S]\n"
      << "         [--scale-layout rowmajor|swizzled128x4] [--hard]\n"
@@ -39,7 +41,12 @@ inline void npy_verify_usage(std::ostream& os, const std::string& prog) {
      << "--rounding/--overflow apply to element formats, --tensor-value to block schemes with a\n"
      << "tensor value (default: the scheme's rule, e.g. 1.0 for fp8_e4m3, else computed from X).\n"
      << "--scale-layout swizzled128x4 reads uint8 block scales in cuBLAS/TransformerEngine's 128x4\n"
-     << "tiles. Block-scheme mismatches are explained and classed: scale (the block's scale differs;\n"
+     << "tiles. --input-layout/--kernel-layout: the order of the token and head dimensions (the two\n"
+     << "before the last) of X and of the kernel's files (nhd [tokens, heads, dim], hnd [heads, tokens,\n"
+     << "dim]); when they differ the files are read in X's order. --page-layout vllm_nvfp4_k|v: C.npy is\n"
+     << "vLLM's NVFP4 KV cache ([K data | K scales | V data | V scales] per page, V scales interleaved\n"
+     << "over 4 tokens), X is [pages, page_size, heads, head_size], no --scales; --kernel-layout is the\n"
+     << "pages' row order. Block-scheme mismatches are explained and classed: scale (the block's scale differs;\n"
      << "its codes count under it), element (same scale, other code), nan (NaN bits only);\n"
      << "--dump FILE writes every mismatching element as CSV. On a mismatch the other schemes of the\n"
      << "same format are tried, and one the kernel matches exactly is named (\"matches NAME exactly\").\n"
@@ -76,6 +83,10 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     CLI::Option* o_seed = app.add_option("--seed", seed_s);
     CLI::Option* o_layout = app.add_option("--scale-layout", layout_s);
     CLI::Option* o_dump = app.add_option("--dump", dump);
+    std::string in_layout_s, kernel_layout_s, page_s;
+    CLI::Option* o_in_layout = app.add_option("--input-layout", in_layout_s);
+    CLI::Option* o_kernel_layout = app.add_option("--kernel-layout", kernel_layout_s);
+    CLI::Option* o_page = app.add_option("--page-layout", page_s);
     std::vector<std::string> args;
     // "--name=" is "--name" with an empty value (CLI11 would call the value missing), so
     // that the empty path is reported as such below.
@@ -117,6 +128,9 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
     if (o_round->count()) req.r = kvq::parse_rounding(rounding);
     if (o_over->count()) req.o = kvq::parse_overflow(overflow);
     if (o_layout->count()) req.layout = v::parse_scale_layout(layout_s);
+    if (o_in_layout->count()) req.input_layout = v::parse_kv_layout(in_layout_s);
+    if (o_kernel_layout->count()) req.kernel_layout = v::parse_kv_layout(kernel_layout_s);
+    if (o_page->count()) req.page = v::parse_page_layout(page_s);
     if (o_max->count()) req.max_listed = v::detail::parse_count("--max-report", max_report, 0, 1000000);
     std::size_t rows = 8, cols = 64;
     std::uint64_t seed = 1;
@@ -130,6 +144,9 @@ inline int npy_verify_main(int argc, char** argv, std::ostream& out, std::ostrea
       if (make_dir.empty()) throw std::invalid_argument("--make-example: empty directory name");
       if (kvq::detail::checked_mul(rows, cols, "--rows x --cols") > (std::size_t{1} << 28)) throw std::invalid_argument("--rows * --cols exceeds 2^28 elements");
       if (o_dump->count()) throw std::invalid_argument("--dump applies to verifying, not to --make-example");
+      if (o_in_layout->count() || o_kernel_layout->count() || o_page->count())
+        throw std::invalid_argument("--input-layout, --kernel-layout and --page-layout apply to verifying, not to "
+                                    "--make-example");
       const std::string cmd = v::npy_make_example(make_dir, req.scheme, rows, cols, seed, req.layout, hard);
       out << "wrote the example to " << make_dir << "\nverify with: " << prog << " " << cmd << "\n";
       return 0;

@@ -31,6 +31,14 @@
 ///           uint8 scales may come in cuBLAS / TransformerEngine's swizzled 128x4 tiles
 ///           (verify_options::layout, kvq/verify/scale_layout.hpp).
 ///
+/// KV tensors (kvq/verify/kv_layout.hpp): when the kernel keeps the token and head
+/// dimensions (the two before the last) in the other order than the input
+/// (verify_options::input_layout != kernel_layout, NHD vs HND), its codes and scales are
+/// read in the input's order before comparing. With verify_options::page set to a vLLM
+/// NVFP4 side, `codes` is the whole page buffer ([K data | K scales | V data | V scales]
+/// per page), the input has shape [pages, page_size, heads, head_size], no scales are
+/// passed and kernel_layout is the pages' row order.
+///
 /// The tensor value of a block recipe is the caller's when given, else the registry's
 /// rule (kvq::kv::tensor_value_for: 1.0 for fp8_e4m3 / fp8_e5m2, else computed from the
 /// input as the recipe does).
@@ -59,6 +67,7 @@
 #include <kvq/verify/compare.hpp>
 #include <kvq/verify/explain.hpp>
 #include <kvq/verify/generators.hpp>
+#include <kvq/verify/kv_layout.hpp>
 #include <kvq/verify/scale_layout.hpp>
 
 namespace kvq::verify {
@@ -122,6 +131,14 @@ struct verify_options {
   /// Where uint8 block scales are kept: row-major, or the swizzled 128x4 tiles of the
   /// (rows x blocks per row) scale matrix, un-swizzled before comparing.
   scale_layout layout = scale_layout::row_major;
+  /// Order of the input's token and head dimensions (the two before the last).
+  kv_layout input_layout = kv_layout::nhd;
+  /// Order of the token and head dimensions in the kernel's codes and scales; when it
+  /// differs from input_layout they are exchanged before comparing (the input needs three
+  /// or more dimensions; leading ones are kept).
+  kv_layout kernel_layout = kv_layout::nhd;
+  /// A paged format holding codes and scales in one buffer (kvq/verify/kv_layout.hpp).
+  page_layout page = page_layout::none;
   /// Explain the mismatches of block schemes (block, amax, scales, class).
   bool explain = true;
   /// On a block-scheme mismatch, quantize the input with the other registry schemes of the
@@ -620,6 +637,114 @@ inline std::vector<verifiable_scheme> verifiable_schemes() {
 ///         the accepted ones.
 inline const verifiable_scheme& find_verifiable(const std::string& name) { return detail::require_entry(name).info; }
 
+namespace detail {
+
+// The kernel's buffers read in the input's order (kvq/verify/kv_layout.hpp), owned here
+// while check() runs.
+struct adapted_buffers {
+  verify_buffers b;
+  verify_options o;
+  std::vector<std::uint8_t> codes, scales;
+};
+
+// Rearranges the kernel's buffers when options.page is set or the KV layouts differ;
+// false when nothing is to be done.
+inline bool adapt_layouts(const scheme_entry& e, const verify_buffers& b, const verify_options& o,
+                          adapted_buffers& a) {
+  if (o.page == page_layout::none && o.input_layout == o.kernel_layout) return false;
+  a.b = b;
+  a.o = o;
+  const std::vector<std::size_t>& sh = b.shape;
+  const std::size_t n = element_count(sh);
+  if (n > 0 && b.input == nullptr) throw std::invalid_argument(b.input_name + " is null");
+  if (b.code_bytes > 0 && b.codes == nullptr) throw std::invalid_argument(b.codes_name + " is null");
+  if (o.page != page_layout::none) {
+    const std::string what = std::string("page layout ") + to_string(o.page);
+    if (!e.info.block || e.info.element_bits != 4 || e.info.scales != scale_type::u8 || e.info.block_size != 16)
+      throw std::invalid_argument(what + " holds NVFP4 (4-bit codes, one uint8 scale per 16 elements); scheme " +
+                                  e.info.name + " is not such a scheme");
+    if (b.scale_dtype != scale_type::none)
+      throw std::invalid_argument(what + ": the pages hold the scales; pass the whole cache as codes and no scales");
+    if (o.layout != scale_layout::row_major)
+      throw std::invalid_argument(what + ": the scale layout is the page's own; the scale layout option does not apply");
+    if (o.input_layout != kv_layout::nhd)
+      throw std::invalid_argument(what + ": the input is [pages, page_size, heads, head_size] (nhd); the pages' "
+                                  "order is the kernel layout");
+    if (sh.size() != 4)
+      throw std::invalid_argument(what + ": " + b.input_name + " has shape " + shape_text(sh) +
+                                  "; expected [pages, page_size, heads, head_size]");
+    vllm_nvfp4_geometry g;
+    g.page_size = sh[1];
+    g.heads = sh[2];
+    g.head_size = sh[3];
+    g.order = o.kernel_layout;
+    const kv_side side = o.page == page_layout::vllm_nvfp4_k ? kv_side::k : kv_side::v;
+    kv_side_buffers s = vllm_nvfp4_read_side(b.codes, b.code_bytes, sh[0], g, side);
+    a.codes = std::move(s.codes);
+    a.scales = std::move(s.scales);
+    a.b.codes_name = std::string(side == kv_side::k ? "the K" : "the V") + " data of " + b.codes_name;
+    a.b.scales_name = std::string(side == kv_side::k ? "the K" : "the V") + " scales of " + b.codes_name;
+    a.b.scales = a.scales.data();
+    a.b.scale_count = a.scales.size();
+    a.b.scale_dtype = scale_type::u8;
+  } else {
+    if (sh.size() < 3)
+      throw std::invalid_argument("the KV layouts differ (input " + std::string(to_string(o.input_layout)) +
+                                  ", kernel " + to_string(o.kernel_layout) + "): " + b.input_name + " of shape " +
+                                  shape_text(sh) + " needs three or more dimensions ([..., tokens, heads, dim] or "
+                                  "[..., heads, tokens, dim])");
+    const std::size_t d = sh.back(), ia = sh[sh.size() - 3], ib = sh[sh.size() - 2];
+    const std::size_t outer = d == 0 || ia == 0 || ib == 0 ? 0 : n / (d * ia * ib);
+    // The kernel's buffers are [outer][ib][ia][row]; the input's order is [outer][ia][ib][row].
+    std::vector<std::uint8_t> c(b.codes, b.codes + b.code_bytes);
+    std::size_t row = 0;
+    bool known = true;
+    if (b.code_bytes == n) {
+      row = d;
+    } else if (e.info.element_bits == 4 && b.code_bytes == kvq::block::packed_bytes(n, 4)) {
+      if (d % 2 != 0)
+        throw std::invalid_argument(b.codes_name + ": 4-bit codes packed two per byte with an odd last dimension (" +
+                                    std::to_string(d) + ") cannot be reordered between KV layouts; pass one code "
+                                    "per byte");
+      row = d / 2;
+    } else {
+      known = false;  // the size check of the comparison names the problem
+    }
+    a.codes = known ? swap_token_head_axes(c, outer, ib, ia, row) : c;
+    if (b.scale_dtype != scale_type::none) {
+      if (b.scale_count > 0 && b.scales == nullptr) throw std::invalid_argument(b.scales_name + " is null");
+      const std::size_t es = b.scale_dtype == scale_type::f32 ? sizeof(float) : 1;
+      std::vector<std::uint8_t> sc(static_cast<const std::uint8_t*>(b.scales),
+                                   static_cast<const std::uint8_t*>(b.scales) + b.scale_count * es);
+      std::size_t count = b.scale_count;
+      if (o.layout == scale_layout::swizzled128x4 && b.scale_dtype == scale_type::u8 && e.info.block_size > 0) {
+        const std::size_t bs = e.info.block_size;
+        if (d == 0 || d % bs != 0)
+          throw std::invalid_argument("swizzled128x4 scales: rows of " + std::to_string(d) +
+                                      " elements do not hold whole blocks of " + std::to_string(bs));
+        sc = unswizzle_scales(sc, n / d, d / bs);
+        count = sc.size();
+        a.o.layout = scale_layout::row_major;
+      }
+      const std::size_t rows = outer * ia * ib;
+      if (rows == 0 || count % rows != 0)
+        throw std::invalid_argument(b.scales_name + " holds " + std::to_string(count) +
+                                    " scales, not a whole number per (token, head) row of " + b.input_name +
+                                    " (shape " + shape_text(sh) + ")");
+      a.scales = swap_token_head_axes(sc, outer, ib, ia, count / rows * es);
+      a.b.scales = a.scales.data();
+      a.b.scale_count = count;
+    }
+  }
+  a.b.codes = a.codes.data();
+  a.b.code_bytes = a.codes.size();
+  a.o.page = page_layout::none;
+  a.o.input_layout = a.o.kernel_layout = kv_layout::nhd;
+  return true;
+}
+
+}  // namespace detail
+
 /// Quantizes the input with scheme `scheme_name` and compares kvq's codes and scales
 /// with the kernel's, bit for bit; explains block-scheme mismatches when
 /// options.explain. The one entry point the command line, the .npy path and Python
@@ -627,9 +752,16 @@ inline const verifiable_scheme& find_verifiable(const std::string& name) { retur
 /// \throws std::invalid_argument for an unknown scheme, buffers whose sizes or types do
 ///         not fit the scheme and input, null buffers, or options the scheme does not
 ///         take (rounding for a block scheme, a tensor value for an element format, a
-///         swizzled layout without uint8 scales); the message names the buffer.
-inline verify_report check(const std::string& scheme_name, const verify_buffers& b, const verify_options& o = {}) {
+///         swizzled layout without uint8 scales, differing KV layouts for an input of
+///         fewer than three dimensions, a page layout for a scheme other than NVFP4 or
+///         with separate scales); the message names the buffer.
+inline verify_report check(const std::string& scheme_name, const verify_buffers& bufs,
+                           const verify_options& opts = {}) {
   const detail::scheme_entry& e = detail::require_entry(scheme_name);
+  detail::adapted_buffers a;
+  const bool adapted = detail::adapt_layouts(e, bufs, opts, a);
+  const verify_buffers& b = adapted ? a.b : bufs;
+  const verify_options& o = adapted ? a.o : opts;
   detail::check_io io;
   io.b = &b;
   io.o = &o;

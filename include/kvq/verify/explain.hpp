@@ -27,6 +27,7 @@
 /// row-major (un-swizzle first: kvq/verify/scale_layout.hpp).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -347,6 +348,22 @@ inline std::string mismatch_csv_row(const explanation& e, const element_mismatch
   return f.str();
 }
 
+/// One mismatching element as print() lists it: the columns of mismatch_csv_header() as
+/// name=value pairs separated by spaces, each value the text of mismatch_csv_row().
+inline std::string mismatch_fields(const explanation& e, const element_mismatch& m) {
+  const std::string header = mismatch_csv_header(), row = mismatch_csv_row(e, m);
+  std::string out;
+  std::size_t h = 0, r = 0;
+  while (h <= header.size() && r <= row.size()) {
+    const std::size_t hc = std::min(header.find(',', h), header.size()), rc = std::min(row.find(',', r), row.size());
+    if (!out.empty()) out += ' ';
+    out += header.substr(h, hc - h) + "=" + row.substr(r, rc - r);
+    h = hc + 1;
+    r = rc + 1;
+  }
+  return out;
+}
+
 /// The text write_mismatch_csv writes: the header, then one row per mismatching element.
 inline std::string mismatch_csv(const explanation& e) {
   std::string out = std::string(mismatch_csv_header()) + "\n";
@@ -364,7 +381,9 @@ inline void write_mismatch_csv(const std::string& path, const explanation& e) {
   kvq::write_file_atomic(path, mismatch_csv(e));
 }
 
-/// Summary by class, then up to max_listed scale mismatches and element mismatches.
+/// Summary by class, then up to max_listed scale mismatches (one line per block) and up
+/// to max_listed mismatching elements of every class, each with the columns of the
+/// mismatch CSV (mismatch_fields).
 inline void print(std::ostream& os, const explanation& e, std::size_t max_listed = 10) {
   os << "explanation (" << e.scheme << ", blocks of " << e.block_size << ", " << e.blocks_per_row
      << " blocks per row): " << e.scale_blocks << " scale mismatches with " << e.scale_consequences
@@ -380,12 +399,12 @@ inline void print(std::ostream& os, const explanation& e, std::size_t max_listed
   }
   k = 0;
   for (const element_mismatch& m : e.elements_listed) {
-    if (m.cls == mismatch_class::scale) continue;
-    if (k++ == max_listed) break;
-    os << "  element " << m.index << " (block " << m.block << ", " << to_string(m.cls) << "): x "
-       << detail::g9(m.input) << ", scale " << detail::g9(m.want_scale) << ", scaled " << detail::g9(m.scaled)
-       << ", kvq code " << detail::hex(m.want_code, 2) << " (" << detail::g9(m.want_value) << "), kernel "
-       << detail::hex(m.got_code, 2) << " (" << detail::g9(m.got_value) << ")\n";
+    if (k++ == max_listed) {
+      os << "  ... " << e.elements_listed.size() - max_listed
+         << " more mismatching elements (the mismatch CSV lists every one)\n";
+      break;
+    }
+    os << "  element " << mismatch_fields(e, m) << "\n";
   }
 }
 

@@ -26,6 +26,10 @@
 ///           or '<f4' (fp8_per_token_head). With --scale-layout swizzled128x4 the uint8
 ///           scales are cuBLAS / TransformerEngine's 128x4 tiles (kvq/verify/scale_layout.hpp)
 ///           of the rows x blocks-per-row scale matrix, padded, any shape.
+///   layouts --input-layout / --kernel-layout nhd|hnd: the order of the token and head
+///           dimensions of the input and of the kernel's files (kvq/verify/kv_layout.hpp);
+///           --page-layout vllm_nvfp4_k|vllm_nvfp4_v: the codes file is vLLM's NVFP4 KV
+///           cache pages (codes and scales), the input [pages, page_size, heads, head_size].
 ///   Signed bytes ('|i1', a torch.int8 or np.int8 view) are rejected: pass
 ///   .view(torch.uint8) / .view(np.uint8).
 ///
@@ -72,6 +76,7 @@
 #include <kvq/format/policy.hpp>
 #include <kvq/verify/check.hpp>
 #include <kvq/verify/hard_inputs.hpp>
+#include <kvq/verify/kv_layout.hpp>
 #include <kvq/verify/generators.hpp>
 #include <kvq/verify/npy.hpp>
 #include <kvq/verify/scale_layout.hpp>
@@ -105,6 +110,13 @@ struct npy_verify_request {
   /// row-major, or cuBLAS / TransformerEngine's swizzled 128x4 tiles of the scale matrix
   /// (rows = the input's rows, columns = blocks per row), un-swizzled before comparing.
   scale_layout layout = scale_layout::row_major;
+  /// Order of the input's token and head dimensions (kvq/verify/kv_layout.hpp).
+  kv_layout input_layout = kv_layout::nhd;
+  /// Order of the token and head dimensions in the codes and scales files (with a page
+  /// layout: the pages' row order).
+  kv_layout kernel_layout = kv_layout::nhd;
+  /// A paged format whose codes file holds codes and scales (then no scales file).
+  page_layout page = page_layout::none;
 };
 
 /// The report of npy_verify(): check()'s (kvq/verify/check.hpp).
@@ -190,7 +202,7 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
   const npy::array codes = npy::read(req.codes);
   if (codes.type != npy::dtype::u8)
     throw std::invalid_argument("codes file '" + req.codes + "' is " + npy::name(codes.type) + "; codes must be uint8");
-  if (s.scales != scale_type::none && req.scales.empty())
+  if (s.scales != scale_type::none && req.scales.empty() && req.page == page_layout::none)
     throw std::invalid_argument("scheme " + s.name + " stores one scale per block: --scales is required");
   npy::array scales;
   if (!req.scales.empty()) {
@@ -237,6 +249,9 @@ inline npy_verify_result npy_verify(const npy_verify_request& req) {
   if (req.has_tensor_value) o.tensor_value = req.tensor_value;
   o.max_listed = req.max_listed;
   o.layout = req.layout;
+  o.input_layout = req.input_layout;
+  o.kernel_layout = req.kernel_layout;
+  o.page = req.page;
   return check(s.name, b, o);
 }
 
