@@ -1,0 +1,285 @@
+/// \file
+/// kvq/mma/fast.hpp — the block FMA of block_fma.hpp computed faster, with the same bits:
+/// block_fma_fast (one block step), dot_fast (blocks chained over K, as dot) and the
+/// checked host entry dot_batch (many inner products of the same length in one call).
+///
+/// Why the bits are the same. block_fma decodes every operand with a bit loop, walks the
+/// block twice (maximum exponent, then aligned sum) and normalises with loops. The rule
+/// itself is integer arithmetic, and this file evaluates the same rule with fewer steps:
+///
+/// - Decoding. An operand is a value of its input format held in a float. For a normal
+///   float the leading bit sits at the float's exponent, so the format's exponent is
+///   max(float exponent, min_exp) and its significand the 24-bit float significand shifted
+///   right by (exponent - mantissa_bits - float lsb exponent) (>= 23 - mantissa_bits > 0;
+///   shifts of 24 or more give 0, as in decode). A float subnormal lies below every input
+///   format's min_exp (>= -126) and decodes to exponent min_exp the same way. This is
+///   decode() without its floor_log2 loop; bits below the format's precision are dropped
+///   exactly as decode drops them.
+/// - Alignment. A product of significands sa·sb (< 2^(2·mantissa_bits + 2)) has lsb
+///   exponent e - 2·mantissa_bits, e = ea + eb. In units of 2^q, q = emax - frac_bits,
+///   align_truncate gives floor(sa·sb · 2^(F - d)) with F = frac_bits - 2·mantissa_bits and
+///   d = emax - e >= 0, which equals (sa·sb << F) >> d when F >= 0 (a right shift of a
+///   non-negative integer is floor division by a power of two). sa·sb << F < 2^(frac_bits
+///   + 2) <= 2^50, so a shift count clamped to 63 gives the same 0 as align_truncate for
+///   d >= 64. Every preset has F >= 0; other parameters fall back to block_fma.
+/// - Zero products have a zero significand: their term is 0 whatever d is (d is clamped
+///   to [0, 63] only to keep the shift defined), and they are kept out of the maximum.
+/// - The tail (c entry, normalisation, rounding) is block_fma's, with floor_log2 computed
+///   by a binary search instead of a bit loop (the same integer).
+/// - Blocks holding a NaN or Inf (in a, b or c), blocks without a nonzero product, and
+///   parameters with F < 0 or n > max_block are handed to block_fma itself.
+///
+/// The loops over a block are branch-free integer code that compilers vectorise; nothing
+/// allocates. tests/mma/test_fast.cpp replays every recorded hardware line through this
+/// path and compares it with block_fma / dot on random and special-value inputs.
+#pragma once
+
+#include <kvq/config.hpp>
+#include <kvq/mma/api.hpp>
+#include <kvq/mma/block_fma.hpp>
+#include <kvq/mma/dot.hpp>
+#include <kvq/mma/params.hpp>
+#include <kvq/mma/presets.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace kvq::mma {
+namespace detail {
+
+// floor(log2(v)) for v != 0 (-1 for 0), by binary search: the value of floor_log2.
+KVQ_HD inline int floor_log2_fast(std::uint64_t v) noexcept {
+  if (v == 0) return -1;
+  int n = 0;
+  if (v >> 32) { v >>= 32; n += 32; }
+  if (v >> 16) { v >>= 16; n += 16; }
+  if (v >> 8) { v >>= 8; n += 8; }
+  if (v >> 4) { v >>= 4; n += 4; }
+  if (v >> 2) { v >>= 2; n += 2; }
+  if (v >> 1) { n += 1; }
+  return n;
+}
+
+// The float bits u (finite) of a value of a format with `mantissa_bits` fraction bits and
+// minimum exponent min_exp >= -126: significand sig and exponent e with value
+// sig × 2^(e - mantissa_bits), as decode() gives them (sig == 0 for zero). `dropped` is
+// true when bits of u lie below the format's precision (decode drops them).
+KVQ_HD inline void decode_fast(std::uint32_t u, int mantissa_bits, int min_exp, std::uint32_t& sig, int& e,
+                               bool& dropped) noexcept {
+  const int biased = static_cast<int>((u >> 23) & 0xffu);
+  const std::uint32_t mant = u & 0x7fffffu;
+  const std::uint32_t m = biased != 0 ? (mant | 0x800000u) : mant;
+  const int x2 = biased != 0 ? biased - 150 : -149;  // exponent of the float's lsb
+  const int top = biased != 0 ? biased - 127 : -127;  // below min_exp for a float subnormal
+  e = top > min_exp ? top : min_exp;
+  int s = e - mantissa_bits - x2;  // >= 23 - mantissa_bits > 0
+  if (s > 31) s = 31;              // m < 2^24: any shift from 24 on gives 0
+  sig = m >> s;
+  dropped = (m & ((std::uint32_t{1} << s) - 1u)) != 0;
+}
+
+// round_to_output with floor_log2_fast (same integers, same bits).
+KVQ_HD inline float round_to_output_fast(bool neg, std::uint64_t mag, int lsb, int frac_bits, output_format_info o,
+                                         final_rounding r) noexcept {
+  const std::uint32_t sign = neg ? 0x80000000u : 0u;
+  if (mag == 0) return float_of(sign);
+  const int t = floor_log2_fast(mag) + lsb;
+  const int e = t > o.min_exp ? t : o.min_exp;
+  const int q = e - frac_bits;
+  std::uint64_t keep;
+  if (lsb >= q) {
+    keep = mag << (lsb - q);
+  } else {
+    const int s = q - lsb;
+    keep = s >= 64 ? 0 : (mag >> s);
+    if (r == final_rounding::nearest_even) {
+      const bool half = s - 1 < 64 && ((mag >> (s - 1)) & 1u) != 0;
+      const bool sticky = s - 1 >= 64 ? mag != 0 : (mag & ((std::uint64_t{1} << (s - 1)) - 1)) != 0;
+      if (half && (sticky || (keep & 1u) != 0)) ++keep;
+    }
+  }
+  if (keep == 0) return float_of(sign);
+  const int msb = floor_log2_fast(keep);
+  const int fe = msb + q;
+  if (fe > o.max_exp) {
+    if (r == final_rounding::nearest_even) return float_of(sign | 0x7f800000u);
+    const std::uint64_t mx = (std::uint64_t{1} << (frac_bits + 1)) - 1;
+    const std::uint32_t frac = static_cast<std::uint32_t>((mx << (23 - frac_bits)) & 0x7fffffu);
+    return float_of(sign | (static_cast<std::uint32_t>(o.max_exp + 127) << 23) | frac);
+  }
+  if (fe >= -126) {
+    const std::uint32_t frac = static_cast<std::uint32_t>((keep << (23 - msb)) & 0x7fffffu);
+    return float_of(sign | (static_cast<std::uint32_t>(fe + 127) << 23) | frac);
+  }
+  return float_of(sign | static_cast<std::uint32_t>(keep << (q + 149)));
+}
+
+// add_fixed with floor_log2_fast (same integers).
+KVQ_HD inline fixed add_fixed_fast(fixed x, fixed y) noexcept {
+  if (x.mag == 0) return y;
+  if (y.mag == 0) return x;
+  const int tx = floor_log2_fast(x.mag) + x.lsb, ty = floor_log2_fast(y.mag) + y.lsb;
+  const int top = tx > ty ? tx : ty;
+  int l = x.lsb < y.lsb ? x.lsb : y.lsb;
+  if (l < top - 60) l = top - 60;
+  const std::uint64_t mx = x.lsb >= l ? (x.mag << (x.lsb - l)) : shift_right_jam(x.mag, l - x.lsb);
+  const std::uint64_t my = y.lsb >= l ? (y.mag << (y.lsb - l)) : shift_right_jam(y.mag, l - y.lsb);
+  if (x.neg == y.neg) return {x.neg, mx + my, l};
+  if (mx >= my) return {x.neg, mx - my, l};
+  return {y.neg, my - mx, l};
+}
+
+}  // namespace detail
+
+/// block_fma(p, in, a, b, n, c) with the same bits (see the file comment), faster.
+KVQ_HD inline float block_fma_fast(const block_fma_params& p, input_format in, const float* a, const float* b, int n,
+                                   float c) noexcept {
+  using namespace detail;
+  const input_format_info fi = info(in);
+  const int F = p.frac_bits - 2 * fi.mantissa_bits;
+  if (n <= 0 || n > max_block || F < 0) return block_fma(p, in, a, b, n, c);
+  const std::uint32_t uc = bits_of(c);
+  std::uint32_t special = (uc & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  std::uint32_t mag[max_block];
+  int ex[max_block];
+  std::uint32_t neg[max_block];
+  int emax = -100000;
+  for (int i = 0; i < n; ++i) {
+    const std::uint32_t ua = bits_of(a[i]), ub = bits_of(b[i]);
+    special |= ((ua & 0x7f800000u) == 0x7f800000u ? 1u : 0u) | ((ub & 0x7f800000u) == 0x7f800000u ? 1u : 0u);
+    std::uint32_t sa, sb;
+    int ea, eb;
+    bool la, lb;
+    decode_fast(ua, fi.mantissa_bits, fi.min_exp, sa, ea, la);
+    decode_fast(ub, fi.mantissa_bits, fi.min_exp, sb, eb, lb);
+    const std::uint32_t m = sa * sb;
+    const int e = ea + eb;
+    mag[i] = m;
+    ex[i] = e;
+    neg[i] = (ua ^ ub) >> 31;
+    const int ee = m != 0 ? e : -100000;
+    emax = ee > emax ? ee : emax;
+  }
+  if (special != 0 || emax == -100000) return block_fma(p, in, a, b, n, c);
+
+  const output_format_info fo = info(p.out);
+  std::uint32_t csig;
+  int cexp;
+  bool cdrop;
+  decode_fast(uc, fo.mantissa_bits, fo.min_exp, csig, cexp, cdrop);
+  const bool cneg = (uc >> 31) != 0, czero = csig == 0;
+  const int clsb = cexp - fo.mantissa_bits;
+  if (p.c_mode == c_entry::aligned && !czero && cexp > emax) emax = cexp;
+  if (emax < p.min_align_exp) emax = p.min_align_exp;
+  const int q = emax - p.frac_bits;
+
+  std::int64_t acc = 0;
+  for (int i = 0; i < n; ++i) {
+    int d = emax - ex[i];
+    d = d < 0 ? 0 : (d > 63 ? 63 : d);
+    const std::int64_t t = static_cast<std::int64_t>((static_cast<std::uint64_t>(mag[i]) << F) >> d);
+    acc += neg[i] != 0 ? -t : t;
+  }
+  if (p.c_mode == c_entry::aligned && !czero) {
+    const std::uint64_t t = align_truncate(csig, clsb, q);
+    acc += cneg ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+  }
+  fixed sum{acc < 0, acc < 0 ? static_cast<std::uint64_t>(-acc) : static_cast<std::uint64_t>(acc), q};
+  if (p.c_mode == c_entry::separate) {
+    const float s =
+        round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, final_rounding::toward_zero);
+    std::uint32_t ssig;
+    int sexp;
+    bool sdrop;
+    const std::uint32_t us = bits_of(s);
+    decode_fast(us, fo.mantissa_bits, fo.min_exp, ssig, sexp, sdrop);
+    if (ssig == 0 && czero) return float_of(0u);
+    sum = add_fixed_fast(fixed{(us >> 31) != 0, ssig, sexp - fo.mantissa_bits}, fixed{cneg, csig, clsb});
+    if (sum.mag == 0) return float_of(0u);
+    return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+  }
+  if (p.c_mode == c_entry::late && !czero) sum = add_fixed_fast(sum, fixed{cneg, csig, clsb});
+  return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+}
+
+/// dot(p, in, a, b, K, c) with the same bits: consecutive blocks of p.k products through
+/// block_fma_fast.
+KVQ_HD inline float dot_fast(const block_fma_params& p, input_format in, const float* a, const float* b, int K,
+                             float c) noexcept {
+  float acc = c;
+  for (int i = 0; i < K; i += p.k) {
+    const int n = K - i < p.k ? K - i : p.k;
+    acc = block_fma_fast(p, in, a + i, b + i, n, acc);
+  }
+  if (K <= 0) acc = block_fma(p, in, a, b, 0, c);
+  return acc;
+}
+
+namespace detail {
+
+// representable(x, ...) of api.hpp from the float bits, without the double arithmetic.
+inline bool representable_fast(std::uint32_t u, int mantissa_bits, int min_exp, int max_exp, std::uint64_t max_sig,
+                               bool has_inf) noexcept {
+  if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x7fffffu) != 0 || has_inf;
+  if ((u & 0x7fffffffu) == 0) return true;
+  std::uint32_t sig;
+  int e;
+  bool dropped;
+  decode_fast(u, mantissa_bits, min_exp, sig, e, dropped);
+  if (dropped || sig == 0) return false;
+  return e < max_exp || (e == max_exp && sig <= max_sig);
+}
+
+}  // namespace detail
+
+/// representable(x, f) of api.hpp (same answer), from x's bits without double arithmetic.
+inline bool representable_fast(float x, input_format f) noexcept {
+  const input_format_info i = info(f);
+  const std::uint64_t all_ones = (std::uint64_t{2} << i.mantissa_bits) - 1;
+  const std::uint32_t u = detail::bits_of(x);
+  if (f == input_format::e4m3) return detail::representable_fast(u, i.mantissa_bits, i.min_exp, i.max_exp, all_ones - 1, false);
+  return detail::representable_fast(u, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, true);
+}
+
+/// representable(x, f) of api.hpp for an output format (same answer).
+inline bool representable_fast(float x, output_format f) noexcept {
+  const output_format_info i = info(f);
+  return detail::representable_fast(detail::bits_of(x), i.mantissa_bits, i.min_exp, i.max_exp,
+                                     (std::uint64_t{2} << i.mantissa_bits) - 1, true);
+}
+
+/// d[r] = dot(p, in, a + r·K, b + r·K, K, c[r]) for r < n_products: n_products inner
+/// products of length K, a and b row-major (row r at offset r·K), c null for c = 0. The
+/// same bits as dot of api.hpp, element for element. Throws std::invalid_argument (and
+/// writes nothing) when K < 0, a pointer is null while n_products·K (or n_products) > 0,
+/// the preset is outside the supported range, or an element is not a value of its format
+/// (the message names the product and element).
+inline void dot_batch(const preset_info& p, input_format in, const float* a, const float* b, const float* c,
+                      std::size_t n_products, int K, float* d) {
+  if (K < 0) throw std::invalid_argument("kvq::mma::dot_batch: K = " + std::to_string(K) + " is negative");
+  if (p.params.k <= 0 || p.params.k > max_block || p.params.frac_bits > max_frac_bits)
+    throw std::invalid_argument("kvq::mma::dot_batch: block size or window out of the supported range");
+  if (n_products == 0) return;
+  if (d == nullptr) throw std::invalid_argument("kvq::mma::dot_batch: d is null");
+  if (K > 0 && (a == nullptr || b == nullptr)) throw std::invalid_argument("kvq::mma::dot_batch: a or b is null");
+  const std::size_t k = static_cast<std::size_t>(K);
+  for (std::size_t r = 0; r < n_products; ++r) {
+    for (std::size_t i = 0; i < k; ++i) {
+      if (!representable_fast(a[r * k + i], in))
+        throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": a[" + std::to_string(i) +
+                                    "] is not a " + name(in) + " value");
+      if (!representable_fast(b[r * k + i], in))
+        throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": b[" + std::to_string(i) +
+                                    "] is not a " + name(in) + " value");
+    }
+    if (c != nullptr && !representable_fast(c[r], p.params.out))
+      throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": c is not a " +
+                                  name(p.params.out) + " value");
+  }
+  for (std::size_t r = 0; r < n_products; ++r)
+    d[r] = dot_fast(p.params, in, a + r * k, b + r * k, K, c != nullptr ? c[r] : 0.0f);
+}
+
+}  // namespace kvq::mma
