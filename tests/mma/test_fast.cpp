@@ -334,10 +334,14 @@ TEST_CASE("representable_fast answers as representable", "[mma][fast]") {
   int bad = 0;
   for (std::uint32_t u : words) {
     const float x = kvq_test::word_to_float(u);
-    for (input_format in : kIns)
+    for (input_format in : kIns) {
       if (representable(x, in) != representable_fast(x, in)) ++bad;
-    for (output_format out : kOuts)
+      if (representable(x, in) != kvq::mma::detail::all_representable(&x, 1, in)) ++bad;
+    }
+    for (output_format out : kOuts) {
       if (representable(x, out) != representable_fast(x, out)) ++bad;
+      if (representable(x, out) != kvq::mma::detail::all_representable(&x, 1, out)) ++bad;
+    }
   }
   CHECK(bad == 0);
 }

@@ -25,7 +25,7 @@
 /// - Zero products have a zero significand: their term is 0 whatever d is (d is clamped
 ///   to [0, 63] only to keep the shift defined), and they are kept out of the maximum.
 /// - The tail (c entry, normalisation, rounding) is block_fma's, with floor_log2 computed
-///   by a binary search instead of a bit loop (the same integer).
+///   by a count of leading zeros instead of a bit loop (the same integer).
 /// - Blocks holding a NaN or Inf (in a, b or c), blocks without a nonzero product, and
 ///   parameters with F < 0 or n > max_block are handed to block_fma itself.
 ///
@@ -49,9 +49,15 @@
 namespace kvq::mma {
 namespace detail {
 
-// floor(log2(v)) for v != 0 (-1 for 0), by binary search: the value of floor_log2.
+// floor(log2(v)) for v != 0 (-1 for 0), by a count of leading zeros (or a binary search):
+// the value of floor_log2.
 KVQ_HD inline int floor_log2_fast(std::uint64_t v) noexcept {
   if (v == 0) return -1;
+#if defined(__CUDA_ARCH__)
+  return 63 - __clzll(static_cast<long long>(v));
+#elif defined(__GNUC__) || defined(__clang__)
+  return 63 - __builtin_clzll(v);
+#else
   int n = 0;
   if (v >> 32) { v >>= 32; n += 32; }
   if (v >> 16) { v >>= 16; n += 16; }
@@ -60,6 +66,7 @@ KVQ_HD inline int floor_log2_fast(std::uint64_t v) noexcept {
   if (v >> 2) { v >>= 2; n += 2; }
   if (v >> 1) { n += 1; }
   return n;
+#endif
 }
 
 // The float bits u (finite) of a value of a format with `mantissa_bits` fraction bits and
@@ -133,18 +140,21 @@ KVQ_HD inline fixed add_fixed_fast(fixed x, fixed y) noexcept {
 
 }  // namespace detail
 
-/// block_fma(p, in, a, b, n, c) with the same bits (see the file comment), faster.
-KVQ_HD inline float block_fma_fast(const block_fma_params& p, input_format in, const float* a, const float* b, int n,
-                                   float c) noexcept {
-  using namespace detail;
-  const input_format_info fi = info(in);
-  const int F = p.frac_bits - 2 * fi.mantissa_bits;
-  if (n <= 0 || n > max_block || F < 0) return block_fma(p, in, a, b, n, c);
+namespace detail {
+
+// block_fma_fast for an input format of MB mantissa bits and minimum exponent MIN_EXP and
+// N products (N == 0: n products, n known at run time only). The caller has checked
+// 0 < n <= max_block and F = frac_bits - 2·MB >= 0.
+template <int MB, int MIN_EXP, int N>
+KVQ_HD inline float block_fma_fast_impl(const block_fma_params& p, input_format in, const float* a, const float* b,
+                                        int n_rt, float c) noexcept {
+  const int n = N > 0 ? N : n_rt;
+  const int F = p.frac_bits - 2 * MB;
   const std::uint32_t uc = bits_of(c);
   std::uint32_t special = (uc & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
-  std::uint32_t mag[max_block];
-  int ex[max_block];
-  std::uint32_t neg[max_block];
+  std::uint32_t mag[N > 0 ? N : max_block];
+  int ex[N > 0 ? N : max_block];
+  std::uint32_t neg[N > 0 ? N : max_block];
   int emax = -100000;
   for (int i = 0; i < n; ++i) {
     const std::uint32_t ua = bits_of(a[i]), ub = bits_of(b[i]);
@@ -152,8 +162,8 @@ KVQ_HD inline float block_fma_fast(const block_fma_params& p, input_format in, c
     std::uint32_t sa, sb;
     int ea, eb;
     bool la, lb;
-    decode_fast(ua, fi.mantissa_bits, fi.min_exp, sa, ea, la);
-    decode_fast(ub, fi.mantissa_bits, fi.min_exp, sb, eb, lb);
+    decode_fast(ua, MB, MIN_EXP, sa, ea, la);
+    decode_fast(ub, MB, MIN_EXP, sb, eb, lb);
     const std::uint32_t m = sa * sb;
     const int e = ea + eb;
     mag[i] = m;
@@ -176,11 +186,23 @@ KVQ_HD inline float block_fma_fast(const block_fma_params& p, input_format in, c
   const int q = emax - p.frac_bits;
 
   std::int64_t acc = 0;
-  for (int i = 0; i < n; ++i) {
-    int d = emax - ex[i];
-    d = d < 0 ? 0 : (d > 63 ? 63 : d);
-    const std::int64_t t = static_cast<std::int64_t>((static_cast<std::uint64_t>(mag[i]) << F) >> d);
-    acc += neg[i] != 0 ? -t : t;
+  if (p.frac_bits <= 22) {
+    // Terms below 2^(frac_bits + 2) <= 2^24, at most 64 of them: the sum fits 31 bits.
+    std::int32_t acc32 = 0;
+    for (int i = 0; i < n; ++i) {
+      int d = emax - ex[i];
+      d = d < 0 ? 0 : (d > 31 ? 31 : d);
+      const std::int32_t t = static_cast<std::int32_t>((mag[i] << F) >> d);
+      acc32 += neg[i] != 0 ? -t : t;
+    }
+    acc = acc32;
+  } else {
+    for (int i = 0; i < n; ++i) {
+      int d = emax - ex[i];
+      d = d < 0 ? 0 : (d > 63 ? 63 : d);
+      const std::int64_t t = static_cast<std::int64_t>((static_cast<std::uint64_t>(mag[i]) << F) >> d);
+      acc += neg[i] != 0 ? -t : t;
+    }
   }
   if (p.c_mode == c_entry::aligned && !czero) {
     const std::uint64_t t = align_truncate(csig, clsb, q);
@@ -202,6 +224,34 @@ KVQ_HD inline float block_fma_fast(const block_fma_params& p, input_format in, c
   }
   if (p.c_mode == c_entry::late && !czero) sum = add_fixed_fast(sum, fixed{cneg, csig, clsb});
   return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+}
+
+template <int MB, int MIN_EXP>
+KVQ_HD inline float block_fma_fast_n(const block_fma_params& p, input_format in, const float* a, const float* b, int n,
+                                     float c) noexcept {
+  switch (n) {
+    case 32: return block_fma_fast_impl<MB, MIN_EXP, 32>(p, in, a, b, n, c);
+    case 16: return block_fma_fast_impl<MB, MIN_EXP, 16>(p, in, a, b, n, c);
+    case 8: return block_fma_fast_impl<MB, MIN_EXP, 8>(p, in, a, b, n, c);
+    default: return block_fma_fast_impl<MB, MIN_EXP, 0>(p, in, a, b, n, c);
+  }
+}
+
+}  // namespace detail
+
+/// block_fma(p, in, a, b, n, c) with the same bits (see the file comment), faster.
+KVQ_HD inline float block_fma_fast(const block_fma_params& p, input_format in, const float* a, const float* b, int n,
+                                   float c) noexcept {
+  using namespace detail;
+  const input_format_info fi = info(in);
+  if (n <= 0 || n > max_block || p.frac_bits < 2 * fi.mantissa_bits) return block_fma(p, in, a, b, n, c);
+  switch (in) {
+    case input_format::e4m3: return block_fma_fast_n<3, -6>(p, in, a, b, n, c);
+    case input_format::e5m2: return block_fma_fast_n<2, -14>(p, in, a, b, n, c);
+    case input_format::bf16: return block_fma_fast_n<7, -126>(p, in, a, b, n, c);
+    case input_format::fp16: return block_fma_fast_n<10, -14>(p, in, a, b, n, c);
+  }
+  return block_fma(p, in, a, b, n, c);
 }
 
 /// dot(p, in, a, b, K, c) with the same bits: consecutive blocks of p.k products through
@@ -230,6 +280,57 @@ inline bool representable_fast(std::uint32_t u, int mantissa_bits, int min_exp, 
   decode_fast(u, mantissa_bits, min_exp, sig, e, dropped);
   if (dropped || sig == 0) return false;
   return e < max_exp || (e == max_exp && sig <= max_sig);
+}
+
+}  // namespace detail
+
+namespace detail {
+
+// representable_fast(u, MB, MIN_EXP, MAX_EXP, MAX_SIG, INF) without branches, so that a
+// loop over an array vectorises.
+template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
+inline std::uint32_t not_representable_bits(std::uint32_t u) noexcept {
+  const std::uint32_t top = (u & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  const std::uint32_t special_bad = ((u & 0x7fffffu) == 0 ? 1u : 0u) & (INF ? 0u : 1u);  // Inf without Inf
+  const std::uint32_t zero = (u & 0x7fffffffu) == 0 ? 1u : 0u;
+  // decode_fast, inline: the format's exponent e and the shift s of the float significand.
+  const int biased = static_cast<int>((u >> 23) & 0xffu);
+  const std::uint32_t m = biased != 0 ? ((u & 0x7fffffu) | 0x800000u) : (u & 0x7fffffu);
+  const int x2 = biased != 0 ? biased - 150 : -149;
+  const int t = biased != 0 ? biased - 127 : -127;
+  const int e = t > MIN_EXP ? t : MIN_EXP;
+  int s = e - MB - x2;
+  s = s > 31 ? 31 : s;
+  const std::uint32_t sig = m >> s;
+  const std::uint32_t dropped = (m & ((std::uint32_t{1} << s) - 1u)) != 0 ? 1u : 0u;
+  const std::uint32_t fin_bad =
+      dropped | (sig == 0 ? 1u : 0u) | (e > MAX_EXP ? 1u : 0u) | ((e == MAX_EXP ? 1u : 0u) & (sig > MAX_SIG ? 1u : 0u));
+  // Bitwise, not short-circuit operators: the loop over an array vectorises.
+  return (top & special_bad) | ((1u - top) & (1u - zero) & fin_bad);
+}
+
+template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
+inline bool all_representable(const float* x, std::size_t n) noexcept {
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < n; ++i) bad |= not_representable_bits<MB, MIN_EXP, MAX_EXP, MAX_SIG, INF>(bits_of(x[i]));
+  return bad == 0;
+}
+
+// True when every x[0..n) is a value of input format f (representable_fast).
+inline bool all_representable(const float* x, std::size_t n, input_format f) noexcept {
+  switch (f) {
+    case input_format::e4m3: return all_representable<3, -6, 8, 14, false>(x, n);
+    case input_format::e5m2: return all_representable<2, -14, 15, 7, true>(x, n);
+    case input_format::bf16: return all_representable<7, -126, 127, 255, true>(x, n);
+    case input_format::fp16: return all_representable<10, -14, 15, 2047, true>(x, n);
+  }
+  return false;
+}
+
+// True when every x[0..n) is a value of output format f.
+inline bool all_representable(const float* x, std::size_t n, output_format f) noexcept {
+  if (f == output_format::fp16) return all_representable<10, -14, 15, 2047, true>(x, n);
+  return all_representable<23, -126, 127, 0xffffffu, true>(x, n);
 }
 
 }  // namespace detail
@@ -265,7 +366,13 @@ inline void dot_batch(const preset_info& p, input_format in, const float* a, con
   if (d == nullptr) throw std::invalid_argument("kvq::mma::dot_batch: d is null");
   if (K > 0 && (a == nullptr || b == nullptr)) throw std::invalid_argument("kvq::mma::dot_batch: a or b is null");
   const std::size_t k = static_cast<std::size_t>(K);
-  for (std::size_t r = 0; r < n_products; ++r) {
+  if (k != 0 && n_products > static_cast<std::size_t>(-1) / k)
+    throw std::invalid_argument("kvq::mma::dot_batch: n_products x K overflows");
+  const bool all_ok = detail::all_representable(a, n_products * k, in) &&
+                      detail::all_representable(b, n_products * k, in) &&
+                      (c == nullptr || detail::all_representable(c, n_products, p.params.out));
+  // Only when some element is bad: find the first one and name it.
+  for (std::size_t r = 0; r < n_products && !all_ok; ++r) {
     for (std::size_t i = 0; i < k; ++i) {
       if (!representable_fast(a[r * k + i], in))
         throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": a[" + std::to_string(i) +
