@@ -10,7 +10,7 @@
 // output) value. Before timing, every product of both paths is compared bit for bit;
 // the program fails if any differs.
 #include <kvq/mma.hpp>
-#include <kvq/mma/fast.hpp>
+#include <kvq/mma/batch.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -3,12 +3,15 @@
 #pragma once
 
 #include <kvq/mma/api.hpp>
+#include <kvq/mma/batch.hpp>
 #include <kvq/mma/block_fma.hpp>
 #include <kvq/mma/dot.hpp>
+#include <kvq/mma/fast.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
 
 /// \namespace kvq::mma
 /// Models of the tensor-core inner product: the block FMA of an MMA instruction with its
 /// alignment, truncation and accumulation rules (kvq/mma/block_fma.hpp), the named
-/// instruction presets, dot products chained over K, and the checked host API.
+/// instruction presets, dot products chained over K, the checked host API, and a faster
+/// evaluation of the same rule with the same bits (kvq/mma/fast.hpp, kvq/mma/batch.hpp).

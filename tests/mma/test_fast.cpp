@@ -1,4 +1,4 @@
-// The fast block FMA (kvq/mma/fast.hpp) against two independent oracles:
+// The fast block FMA (kvq/mma/fast.hpp, kvq/mma/batch.hpp) against two independent oracles:
 //  - the hardware: every recorded tensor-core inner product (tests/data/tensor-core-vectors/)
 //    replayed through dot_batch must give the recorded d, bit for bit;
 //  - the exact model (block_fma / dot of block_fma.hpp, dot.hpp): on the recorded inputs
@@ -9,7 +9,7 @@
 #include "vectors.hpp"
 
 #include <kvq/mma.hpp>
-#include <kvq/mma/fast.hpp>
+#include <kvq/mma/batch.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -7,7 +7,7 @@
 
 #include <kvq/core/input_file.hpp>
 #include <kvq/mma.hpp>
-#include <kvq/mma/fast.hpp>
+#include <kvq/mma/batch.hpp>
 
 #include <CLI/CLI.hpp>
 #include <zlib.h>

@@ -1,7 +1,7 @@
 /// \file
 /// kvq/mma/fast.hpp — the block FMA of block_fma.hpp computed faster, with the same bits:
-/// block_fma_fast (one block step), dot_fast (blocks chained over K, as dot) and the
-/// checked host entry dot_batch (many inner products of the same length in one call).
+/// block_fma_fast (one block step) and dot_fast (blocks chained over K, as dot); KVQ_HD.
+/// The checked host entry for many inner products is dot_batch (kvq/mma/batch.hpp).
 ///
 /// Why the bits are the same. block_fma decodes every operand with a bit loop, walks the
 /// block twice (maximum exponent, then aligned sum) and normalises with loops. The rule
@@ -24,27 +24,34 @@
 ///   d >= 64. Every preset has F >= 0; other parameters fall back to block_fma.
 /// - Zero products have a zero significand: their term is 0 whatever d is (d is clamped
 ///   to [0, 63] only to keep the shift defined), and they are kept out of the maximum.
+/// - fp8 and fp16 products are exact floats (significands of at most 11 bits, exponents
+///   from -48 to 32), so for them the term is also floor(|a·b| · 2^-q), computed as the
+///   float product scaled by the power of two 2^-q (exact; a result below 2^-126 would
+///   truncate to 0 whatever its rounding) and converted toward zero to an integer, which
+///   carries the sign; the maximum exponent then needs only the exponent fields (a value
+///   of these formats is a normal float or zero). Used for windows up to 29 bits with q in
+///   [-126, 126]; otherwise, and for bf16, the integer form.
 /// - The tail (c entry, normalisation, rounding) is block_fma's, with floor_log2 computed
 ///   by a count of leading zeros instead of a bit loop (the same integer).
 /// - Blocks holding a NaN or Inf (in a, b or c), blocks without a nonzero product, and
 ///   parameters with F < 0 or n > max_block are handed to block_fma itself.
 ///
-/// The loops over a block are branch-free integer code that compilers vectorise; nothing
+/// Like block_fma, these functions take values of the input format (the checked entries,
+/// api.hpp's dot and batch.hpp's dot_batch, reject anything else); for other floats the
+/// two need not agree.
+///
+/// The loops over a block are branch-free code of known length that compilers vectorise; nothing
 /// allocates. tests/mma/test_fast.cpp replays every recorded hardware line through this
 /// path and compares it with block_fma / dot on random and special-value inputs.
 #pragma once
 
 #include <kvq/config.hpp>
-#include <kvq/mma/api.hpp>
 #include <kvq/mma/block_fma.hpp>
 #include <kvq/mma/dot.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
 
-#include <cstddef>
 #include <cstdint>
-#include <stdexcept>
-#include <string>
 
 namespace kvq::mma {
 namespace detail {
@@ -142,6 +149,50 @@ KVQ_HD inline fixed add_fixed_fast(fixed x, fixed y) noexcept {
 
 namespace detail {
 
+// c decoded in the output format (decode_fast: for fp32 every float decodes unshifted).
+struct c_operand {
+  std::uint32_t sig;
+  int exp;
+  int lsb;
+  bool neg;
+  bool zero;
+};
+
+KVQ_HD inline c_operand decode_c(float c, output_format_info fo) noexcept {
+  const std::uint32_t uc = bits_of(c);
+  std::uint32_t sig;
+  int e;
+  bool dropped;
+  decode_fast(uc, fo.mantissa_bits, fo.min_exp, sig, e, dropped);
+  return {sig, e, e - fo.mantissa_bits, (uc >> 31) != 0, sig == 0};
+}
+
+// The end of block_fma once the truncated product terms are summed: acc in units of 2^q
+// (q = E - frac_bits): c aligned, late or separate, then the one rounding.
+KVQ_HD inline float block_tail(const block_fma_params& p, output_format_info fo, const c_operand& cc, std::int64_t acc,
+                               int q) noexcept {
+  if (p.c_mode == c_entry::aligned && !cc.zero) {
+    const std::uint64_t t = align_truncate(cc.sig, cc.lsb, q);
+    acc += cc.neg ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+  }
+  fixed sum{acc < 0, acc < 0 ? static_cast<std::uint64_t>(-acc) : static_cast<std::uint64_t>(acc), q};
+  if (p.c_mode == c_entry::separate) {
+    const float s =
+        round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, final_rounding::toward_zero);
+    std::uint32_t ssig;
+    int sexp;
+    bool sdrop;
+    const std::uint32_t us = bits_of(s);
+    decode_fast(us, fo.mantissa_bits, fo.min_exp, ssig, sexp, sdrop);
+    if (ssig == 0 && cc.zero) return float_of(0u);
+    sum = add_fixed_fast(fixed{(us >> 31) != 0, ssig, sexp - fo.mantissa_bits}, fixed{cc.neg, cc.sig, cc.lsb});
+    if (sum.mag == 0) return float_of(0u);
+    return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+  }
+  if (p.c_mode == c_entry::late && !cc.zero) sum = add_fixed_fast(sum, fixed{cc.neg, cc.sig, cc.lsb});
+  return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+}
+
 // block_fma_fast for an input format of MB mantissa bits and minimum exponent MIN_EXP and
 // N products (N == 0: n products, n known at run time only). The caller has checked
 // 0 < n <= max_block and F = frac_bits - 2·MB >= 0.
@@ -175,13 +226,8 @@ KVQ_HD inline float block_fma_fast_impl(const block_fma_params& p, input_format 
   if (special != 0 || emax == -100000) return block_fma(p, in, a, b, n, c);
 
   const output_format_info fo = info(p.out);
-  std::uint32_t csig;
-  int cexp;
-  bool cdrop;
-  decode_fast(uc, fo.mantissa_bits, fo.min_exp, csig, cexp, cdrop);
-  const bool cneg = (uc >> 31) != 0, czero = csig == 0;
-  const int clsb = cexp - fo.mantissa_bits;
-  if (p.c_mode == c_entry::aligned && !czero && cexp > emax) emax = cexp;
+  const c_operand cc = decode_c(c, fo);
+  if (p.c_mode == c_entry::aligned && !cc.zero && cc.exp > emax) emax = cc.exp;
   if (emax < p.min_align_exp) emax = p.min_align_exp;
   const int q = emax - p.frac_bits;
 
@@ -204,31 +250,64 @@ KVQ_HD inline float block_fma_fast_impl(const block_fma_params& p, input_format 
       acc += neg[i] != 0 ? -t : t;
     }
   }
-  if (p.c_mode == c_entry::aligned && !czero) {
-    const std::uint64_t t = align_truncate(csig, clsb, q);
-    acc += cneg ? -static_cast<std::int64_t>(t) : static_cast<std::int64_t>(t);
+  return block_tail(p, fo, cc, acc, q);
+}
+
+// The same block by fp32 arithmetic, for input formats whose products are exact floats
+// (e4m3, e5m2, fp16: significands of at most 11 bits, product exponents from -48 to 32):
+// the truncated term floor(|a·b| / 2^q) is the float product a·b scaled by 2^-q (exact:
+// a power of two, and a result below 2^-126 truncates to 0 whatever its rounding) and
+// converted to an integer toward zero, which carries the sign. The maximum exponent
+// needs only the operands' exponent fields: a value of these formats is a normal float
+// (or zero), whose exponent in the format is max(float exponent, MIN_EXP). Only for
+// values of the format (block_fma's contract); windows up to 29 bits (terms < 2^31) and
+// q in [-126, 126] (2^-q a normal float), otherwise the integer form above.
+template <int MB, int MIN_EXP, int N>
+KVQ_HD inline float block_fma_fast_fp(const block_fma_params& p, input_format in, const float* a, const float* b,
+                                      int n_rt, float c) noexcept {
+  const int n = N > 0 ? N : n_rt;
+  const std::uint32_t uc = bits_of(c);
+  std::uint32_t special = (uc & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
+  int emax = -100000;
+  for (int i = 0; i < n; ++i) {
+    const std::uint32_t ua = bits_of(a[i]), ub = bits_of(b[i]);
+    special |= ((ua & 0x7f800000u) == 0x7f800000u ? 1u : 0u) | ((ub & 0x7f800000u) == 0x7f800000u ? 1u : 0u);
+    const int fa = static_cast<int>((ua >> 23) & 0xffu) - 127, fb = static_cast<int>((ub >> 23) & 0xffu) - 127;
+    const int ea = fa > MIN_EXP ? fa : MIN_EXP, eb = fb > MIN_EXP ? fb : MIN_EXP;
+    const bool nz = ((ua & 0x7fffffffu) != 0) & ((ub & 0x7fffffffu) != 0);
+    const int ee = nz ? ea + eb : -100000;
+    emax = ee > emax ? ee : emax;
   }
-  fixed sum{acc < 0, acc < 0 ? static_cast<std::uint64_t>(-acc) : static_cast<std::uint64_t>(acc), q};
-  if (p.c_mode == c_entry::separate) {
-    const float s =
-        round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, final_rounding::toward_zero);
-    std::uint32_t ssig;
-    int sexp;
-    bool sdrop;
-    const std::uint32_t us = bits_of(s);
-    decode_fast(us, fo.mantissa_bits, fo.min_exp, ssig, sexp, sdrop);
-    if (ssig == 0 && czero) return float_of(0u);
-    sum = add_fixed_fast(fixed{(us >> 31) != 0, ssig, sexp - fo.mantissa_bits}, fixed{cneg, csig, clsb});
-    if (sum.mag == 0) return float_of(0u);
-    return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+  if (special != 0 || emax == -100000) return block_fma(p, in, a, b, n, c);
+  const output_format_info fo = info(p.out);
+  const c_operand cc = decode_c(c, fo);
+  if (p.c_mode == c_entry::aligned && !cc.zero && cc.exp > emax) emax = cc.exp;
+  if (emax < p.min_align_exp) emax = p.min_align_exp;
+  const int q = emax - p.frac_bits;
+  if (q < -126 || q > 126) return block_fma_fast_impl<MB, MIN_EXP, N>(p, in, a, b, n_rt, c);
+  const float scale = float_of(static_cast<std::uint32_t>(127 - q) << 23);  // 2^-q
+  std::int64_t acc = 0;
+  if (p.frac_bits <= 22) {
+    std::int32_t acc32 = 0;  // terms below 2^24, at most 64 of them
+    for (int i = 0; i < n; ++i) acc32 += static_cast<std::int32_t>((a[i] * b[i]) * scale);
+    acc = acc32;
+  } else {
+    for (int i = 0; i < n; ++i) acc += static_cast<std::int32_t>((a[i] * b[i]) * scale);
   }
-  if (p.c_mode == c_entry::late && !czero) sum = add_fixed_fast(sum, fixed{cneg, csig, clsb});
-  return round_to_output_fast(sum.neg, sum.mag, sum.lsb, p.result_frac_bits, fo, p.rounding);
+  return block_tail(p, fo, cc, acc, q);
 }
 
 template <int MB, int MIN_EXP>
 KVQ_HD inline float block_fma_fast_n(const block_fma_params& p, input_format in, const float* a, const float* b, int n,
                                      float c) noexcept {
+  if (MIN_EXP >= -14 && p.frac_bits <= 29) {  // e4m3, e5m2, fp16 (not bf16)
+    switch (n) {
+      case 32: return block_fma_fast_fp<MB, MIN_EXP, 32>(p, in, a, b, n, c);
+      case 16: return block_fma_fast_fp<MB, MIN_EXP, 16>(p, in, a, b, n, c);
+      case 8: return block_fma_fast_fp<MB, MIN_EXP, 8>(p, in, a, b, n, c);
+      default: return block_fma_fast_fp<MB, MIN_EXP, 0>(p, in, a, b, n, c);
+    }
+  }
   switch (n) {
     case 32: return block_fma_fast_impl<MB, MIN_EXP, 32>(p, in, a, b, n, c);
     case 16: return block_fma_fast_impl<MB, MIN_EXP, 16>(p, in, a, b, n, c);
@@ -265,128 +344,6 @@ KVQ_HD inline float dot_fast(const block_fma_params& p, input_format in, const f
   }
   if (K <= 0) acc = block_fma(p, in, a, b, 0, c);
   return acc;
-}
-
-namespace detail {
-
-// representable(x, ...) of api.hpp from the float bits, without the double arithmetic.
-inline bool representable_fast(std::uint32_t u, int mantissa_bits, int min_exp, int max_exp, std::uint64_t max_sig,
-                               bool has_inf) noexcept {
-  if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x7fffffu) != 0 || has_inf;
-  if ((u & 0x7fffffffu) == 0) return true;
-  std::uint32_t sig;
-  int e;
-  bool dropped;
-  decode_fast(u, mantissa_bits, min_exp, sig, e, dropped);
-  if (dropped || sig == 0) return false;
-  return e < max_exp || (e == max_exp && sig <= max_sig);
-}
-
-}  // namespace detail
-
-namespace detail {
-
-// representable_fast(u, MB, MIN_EXP, MAX_EXP, MAX_SIG, INF) without branches, so that a
-// loop over an array vectorises.
-template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
-inline std::uint32_t not_representable_bits(std::uint32_t u) noexcept {
-  const std::uint32_t top = (u & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
-  const std::uint32_t special_bad = ((u & 0x7fffffu) == 0 ? 1u : 0u) & (INF ? 0u : 1u);  // Inf without Inf
-  const std::uint32_t zero = (u & 0x7fffffffu) == 0 ? 1u : 0u;
-  // decode_fast, inline: the format's exponent e and the shift s of the float significand.
-  const int biased = static_cast<int>((u >> 23) & 0xffu);
-  const std::uint32_t m = biased != 0 ? ((u & 0x7fffffu) | 0x800000u) : (u & 0x7fffffu);
-  const int x2 = biased != 0 ? biased - 150 : -149;
-  const int t = biased != 0 ? biased - 127 : -127;
-  const int e = t > MIN_EXP ? t : MIN_EXP;
-  int s = e - MB - x2;
-  s = s > 31 ? 31 : s;
-  const std::uint32_t sig = m >> s;
-  const std::uint32_t dropped = (m & ((std::uint32_t{1} << s) - 1u)) != 0 ? 1u : 0u;
-  const std::uint32_t fin_bad =
-      dropped | (sig == 0 ? 1u : 0u) | (e > MAX_EXP ? 1u : 0u) | ((e == MAX_EXP ? 1u : 0u) & (sig > MAX_SIG ? 1u : 0u));
-  // Bitwise, not short-circuit operators: the loop over an array vectorises.
-  return (top & special_bad) | ((1u - top) & (1u - zero) & fin_bad);
-}
-
-template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
-inline bool all_representable(const float* x, std::size_t n) noexcept {
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) bad |= not_representable_bits<MB, MIN_EXP, MAX_EXP, MAX_SIG, INF>(bits_of(x[i]));
-  return bad == 0;
-}
-
-// True when every x[0..n) is a value of input format f (representable_fast).
-inline bool all_representable(const float* x, std::size_t n, input_format f) noexcept {
-  switch (f) {
-    case input_format::e4m3: return all_representable<3, -6, 8, 14, false>(x, n);
-    case input_format::e5m2: return all_representable<2, -14, 15, 7, true>(x, n);
-    case input_format::bf16: return all_representable<7, -126, 127, 255, true>(x, n);
-    case input_format::fp16: return all_representable<10, -14, 15, 2047, true>(x, n);
-  }
-  return false;
-}
-
-// True when every x[0..n) is a value of output format f.
-inline bool all_representable(const float* x, std::size_t n, output_format f) noexcept {
-  if (f == output_format::fp16) return all_representable<10, -14, 15, 2047, true>(x, n);
-  return all_representable<23, -126, 127, 0xffffffu, true>(x, n);
-}
-
-}  // namespace detail
-
-/// representable(x, f) of api.hpp (same answer), from x's bits without double arithmetic.
-inline bool representable_fast(float x, input_format f) noexcept {
-  const input_format_info i = info(f);
-  const std::uint64_t all_ones = (std::uint64_t{2} << i.mantissa_bits) - 1;
-  const std::uint32_t u = detail::bits_of(x);
-  if (f == input_format::e4m3) return detail::representable_fast(u, i.mantissa_bits, i.min_exp, i.max_exp, all_ones - 1, false);
-  return detail::representable_fast(u, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, true);
-}
-
-/// representable(x, f) of api.hpp for an output format (same answer).
-inline bool representable_fast(float x, output_format f) noexcept {
-  const output_format_info i = info(f);
-  return detail::representable_fast(detail::bits_of(x), i.mantissa_bits, i.min_exp, i.max_exp,
-                                     (std::uint64_t{2} << i.mantissa_bits) - 1, true);
-}
-
-/// d[r] = dot(p, in, a + r·K, b + r·K, K, c[r]) for r < n_products: n_products inner
-/// products of length K, a and b row-major (row r at offset r·K), c null for c = 0. The
-/// same bits as dot of api.hpp, element for element. Throws std::invalid_argument (and
-/// writes nothing) when K < 0, a pointer is null while n_products·K (or n_products) > 0,
-/// the preset is outside the supported range, or an element is not a value of its format
-/// (the message names the product and element).
-inline void dot_batch(const preset_info& p, input_format in, const float* a, const float* b, const float* c,
-                      std::size_t n_products, int K, float* d) {
-  if (K < 0) throw std::invalid_argument("kvq::mma::dot_batch: K = " + std::to_string(K) + " is negative");
-  if (p.params.k <= 0 || p.params.k > max_block || p.params.frac_bits > max_frac_bits)
-    throw std::invalid_argument("kvq::mma::dot_batch: block size or window out of the supported range");
-  if (n_products == 0) return;
-  if (d == nullptr) throw std::invalid_argument("kvq::mma::dot_batch: d is null");
-  if (K > 0 && (a == nullptr || b == nullptr)) throw std::invalid_argument("kvq::mma::dot_batch: a or b is null");
-  const std::size_t k = static_cast<std::size_t>(K);
-  if (k != 0 && n_products > static_cast<std::size_t>(-1) / k)
-    throw std::invalid_argument("kvq::mma::dot_batch: n_products x K overflows");
-  const bool all_ok = detail::all_representable(a, n_products * k, in) &&
-                      detail::all_representable(b, n_products * k, in) &&
-                      (c == nullptr || detail::all_representable(c, n_products, p.params.out));
-  // Only when some element is bad: find the first one and name it.
-  for (std::size_t r = 0; r < n_products && !all_ok; ++r) {
-    for (std::size_t i = 0; i < k; ++i) {
-      if (!representable_fast(a[r * k + i], in))
-        throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": a[" + std::to_string(i) +
-                                    "] is not a " + name(in) + " value");
-      if (!representable_fast(b[r * k + i], in))
-        throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": b[" + std::to_string(i) +
-                                    "] is not a " + name(in) + " value");
-    }
-    if (c != nullptr && !representable_fast(c[r], p.params.out))
-      throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": c is not a " +
-                                  name(p.params.out) + " value");
-  }
-  for (std::size_t r = 0; r < n_products; ++r)
-    d[r] = dot_fast(p.params, in, a + r * k, b + r * k, K, c != nullptr ? c[r] : 0.0f);
 }
 
 }  // namespace kvq::mma
