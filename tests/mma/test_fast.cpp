@@ -371,3 +371,31 @@ TEST_CASE("dot_batch rejects bad arguments with std::invalid_argument", "[mma][f
   CHECK(d[0] == 64.0f);
   CHECK(d[1] == 64.0f);
 }
+
+TEST_CASE("full blocks of the largest products of one sign (the widest sums) match the exact model", "[mma][fast]") {
+  for (arch ar : kArchs)
+    for (input_format in : kIns)
+      for (output_format out : kOuts) {
+        preset_info p{};
+        if (!find_preset(ar, in, out, p)) continue;
+        // The largest significand at several exponents: every term of the block at the top
+        // of the window, with both signs and with a c on either side.
+        const input_format_info fi = info(in);
+        const float top = std::ldexp(static_cast<float>((2 << fi.mantissa_bits) - (in == input_format::e4m3 ? 2 : 1)),
+                                     -fi.mantissa_bits);  // 1.11..1 (e4m3: 1.110)
+        for (int e : {fi.min_exp, -3, 0, 5, fi.max_exp}) {
+          for (float sign : {1.0f, -1.0f}) {
+            const float x = std::ldexp(top, e);
+            std::vector<float> a(static_cast<std::size_t>(3 * p.params.k), x), b(a.size(), sign * x);
+            for (float c : {0.0f, 1.0f, -3.0e4f}) {
+              if (out == output_format::fp16 && c != 0.0f) c = c > 0 ? 1.0f : -2048.0f;
+              const int K = static_cast<int>(a.size());
+              const float want = dot(p.params, in, a.data(), b.data(), K, c);
+              const float got = dot_fast(p.params, in, a.data(), b.data(), K, c);
+              INFO(name(ar) << " " << name(in) << " -> " << name(out) << " e " << e << " sign " << sign << " c " << c);
+              CHECK(bits(want) == bits(got));
+            }
+          }
+        }
+      }
+}

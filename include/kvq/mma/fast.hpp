@@ -149,6 +149,12 @@ KVQ_HD inline fixed add_fixed_fast(fixed x, fixed y) noexcept {
 
 namespace detail {
 
+// True when n terms, each below 2^(frac_bits + 2) in magnitude (a product significand is
+// below 4), always sum to less than 2^31: n · 2^(frac_bits + 2) <= 2^31.
+KVQ_HD constexpr bool sum_fits_int32(int n, int frac_bits) noexcept {
+  return frac_bits + 2 <= 31 && (static_cast<std::int64_t>(n) << (frac_bits + 2)) <= (std::int64_t{1} << 31);
+}
+
 // c decoded in the output format (decode_fast: for fp32 every float decodes unshifted).
 struct c_operand {
   std::uint32_t sig;
@@ -232,8 +238,7 @@ KVQ_HD inline float block_fma_fast_impl(const block_fma_params& p, input_format 
   const int q = emax - p.frac_bits;
 
   std::int64_t acc = 0;
-  if (p.frac_bits <= 22) {
-    // Terms below 2^(frac_bits + 2) <= 2^24, at most 64 of them: the sum fits 31 bits.
+  if (sum_fits_int32(n, p.frac_bits)) {
     std::int32_t acc32 = 0;
     for (int i = 0; i < n; ++i) {
       int d = emax - ex[i];
@@ -287,8 +292,8 @@ KVQ_HD inline float block_fma_fast_fp(const block_fma_params& p, input_format in
   if (q < -126 || q > 126) return block_fma_fast_impl<MB, MIN_EXP, N>(p, in, a, b, n_rt, c);
   const float scale = float_of(static_cast<std::uint32_t>(127 - q) << 23);  // 2^-q
   std::int64_t acc = 0;
-  if (p.frac_bits <= 22) {
-    std::int32_t acc32 = 0;  // terms below 2^24, at most 64 of them
+  if (sum_fits_int32(n, p.frac_bits)) {
+    std::int32_t acc32 = 0;
     for (int i = 0; i < n; ++i) acc32 += static_cast<std::int32_t>((a[i] * b[i]) * scale);
     acc = acc32;
   } else {
