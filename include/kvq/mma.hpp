@@ -3,9 +3,11 @@
 #pragma once
 
 #include <kvq/mma/api.hpp>
+#include <kvq/mma/batch.hpp>
 #include <kvq/mma/block_fma.hpp>
 #include <kvq/mma/block_scale.hpp>
 #include <kvq/mma/dot.hpp>
+#include <kvq/mma/fast.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
 
@@ -14,4 +16,5 @@
 /// alignment, truncation and accumulation rules (kvq/mma/block_fma.hpp), the named
 /// instruction presets, dot products chained over K, the block-scaled Blackwell kinds
 /// (kvq/mma/block_scale.hpp: tcgen05.mma kind::mxf8f6f4 / kind::mxf4nvf4, mma.sync
-/// block_scale), and the checked host API.
+/// block_scale), the checked host API, and a faster evaluation of the unscaled rule with
+/// the same bits (kvq/mma/fast.hpp, kvq/mma/batch.hpp).

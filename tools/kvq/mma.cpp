@@ -11,10 +11,12 @@
 
 #include <kvq/core/input_file.hpp>
 #include <kvq/mma.hpp>
+#include <kvq/mma/batch.hpp>
 
 #include <CLI/CLI.hpp>
 #include <zlib.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -30,25 +32,30 @@ struct bad_input : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::vector<std::string> read_lines(const std::string& path, bool gz) {
+// A whole file in one buffer, and its lines as (offset, length) spans without the line
+// ends (a last line without '\n' counts when not empty): no allocation per line.
+struct text_lines {
+  std::string text;
+  std::vector<std::pair<std::size_t, std::size_t>> spans;
+  std::size_t size() const { return spans.size(); }
+  const char* data(std::size_t i) const { return text.data() + spans[i].first; }
+  std::size_t length(std::size_t i) const { return spans[i].second; }
+  std::string str(std::size_t i) const { return text.substr(spans[i].first, spans[i].second); }
+};
+
+text_lines read_lines(const std::string& path, bool gz) {
   if (const std::string why = kvq::detail::not_regular_file(path); !why.empty()) throw bad_input(path + " " + why);
-  std::vector<std::string> lines;
-  std::string cur;
-  char buf[4096];
+  text_lines t;
+  char buf[1 << 16];
   if (gz) {
     gzFile f = gzopen(path.c_str(), "rb");
     if (!f) throw bad_input("cannot open " + path);
-    while (gzgets(f, buf, sizeof buf) != nullptr) {
-      cur += buf;
-      if (cur.back() == '\n') {
-        lines.push_back(cur);
-        cur.clear();
-      }
-    }
+    int got = 0;
+    while ((got = gzread(f, buf, sizeof buf)) > 0) t.text.append(buf, static_cast<std::size_t>(got));
     int err = 0;
     gzerror(f, &err);
     gzclose(f);
-    if (err != Z_OK && err != Z_STREAM_END) throw bad_input(path + ": not a readable gzip file");
+    if (got < 0 || (err != Z_OK && err != Z_STREAM_END)) throw bad_input(path + ": not a readable gzip file");
   } else {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) throw bad_input("cannot open " + path);
@@ -58,20 +65,26 @@ std::vector<std::string> read_lines(const std::string& path, bool gz) {
       std::fclose(f);
       throw bad_input(path + " looks gzip-compressed; pass --gz");
     }
-    std::rewind(f);
-    while (std::fgets(buf, sizeof buf, f) != nullptr) {
-      cur += buf;
-      if (cur.back() == '\n') {
-        lines.push_back(cur);
-        cur.clear();
-      }
+    if (std::fseek(f, 0, SEEK_END) == 0) {
+      const long size = std::ftell(f);
+      if (size > 0) t.text.reserve(static_cast<std::size_t>(size));
     }
+    std::rewind(f);
+    std::size_t got = 0;
+    while ((got = std::fread(buf, 1, sizeof buf, f)) > 0) t.text.append(buf, got);
     std::fclose(f);
   }
-  if (!cur.empty()) lines.push_back(cur);
-  for (auto& l : lines)
-    while (!l.empty() && (l.back() == '\n' || l.back() == '\r')) l.pop_back();
-  return lines;
+  std::size_t start = 0;
+  const std::size_t n = t.text.size();
+  while (start < n) {
+    const void* nl = std::memchr(t.text.data() + start, '\n', n - start);
+    const std::size_t end = nl != nullptr ? static_cast<std::size_t>(static_cast<const char*>(nl) - t.text.data()) : n;
+    std::size_t len = end - start;
+    while (len > 0 && (t.text[start + len - 1] == '\n' || t.text[start + len - 1] == '\r')) --len;
+    t.spans.emplace_back(start, len);
+    start = end + 1;
+  }
+  return t;
 }
 
 float float_of(std::uint32_t u) {
@@ -80,44 +93,65 @@ float float_of(std::uint32_t u) {
   return x;
 }
 
-std::vector<float> parse_hex_line(const std::string& line, const std::string& where) {
-  std::vector<float> v;
+// The value of a hexadecimal digit, -1 for any other character (a table lookup).
+int hex_digit(char ch) {
+  struct table {
+    signed char v[256];
+    table() {
+      for (int i = 0; i < 256; ++i) v[i] = -1;
+      for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<signed char>(i);
+      for (int i = 0; i < 6; ++i) {
+        v['a' + i] = static_cast<signed char>(10 + i);
+        v['A' + i] = static_cast<signed char>(10 + i);
+      }
+    }
+  };
+  static const table t;
+  return t.v[static_cast<unsigned char>(ch)];
+}
+
+// The 8-hex-digit words of line[0..n) appended to v; `where` names the line in errors
+// (called only then).
+template <class Where>
+void parse_hex_line(const char* line, std::size_t n, std::vector<float>& v, const Where& where) {
   std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i >= line.size()) break;
+  while (i < n) {
+    while (i < n && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= n) break;
     std::size_t j = i;
     std::uint32_t u = 0;
-    while (j < line.size() && line[j] != ' ' && line[j] != '\t') {
-      const char ch = line[j];
-      int d;
-      if (ch >= '0' && ch <= '9')
-        d = ch - '0';
-      else if (ch >= 'a' && ch <= 'f')
-        d = ch - 'a' + 10;
-      else if (ch >= 'A' && ch <= 'F')
-        d = ch - 'A' + 10;
-      else
-        throw bad_input(where + ": '" + line.substr(i, j - i + 1) + "' is not an 8-hex-digit fp32 word");
+    while (j < n && line[j] != ' ' && line[j] != '\t') {
+      const int d = hex_digit(line[j]);
+      if (d < 0)
+        throw bad_input(where() + ": '" + std::string(line + i, j - i + 1) + "' is not an 8-hex-digit fp32 word");
       u = (u << 4) | static_cast<std::uint32_t>(d);
       ++j;
     }
-    if (j - i != 8) throw bad_input(where + ": '" + line.substr(i, j - i) + "' is not an 8-hex-digit fp32 word");
+    if (j - i != 8)
+      throw bad_input(where() + ": '" + std::string(line + i, j - i) + "' is not an 8-hex-digit fp32 word");
     v.push_back(float_of(u));
     i = j;
   }
-  return v;
 }
 
-float parse_binary_line(const std::string& line, const std::string& where) {
-  std::string s;
-  for (char ch : line)
-    if (ch != ' ' && ch != '\t') s += ch;
-  if (s.size() != 32) throw bad_input(where + ": expected one 32-character binary fp32 word");
+template <class Where>
+float parse_binary_line(const char* line, std::size_t n, const Where& where) {
   std::uint32_t u = 0;
-  for (char ch : s) {
-    if (ch != '0' && ch != '1') throw bad_input(where + ": '" + s + "' is not a binary word");
-    u = (u << 1) | static_cast<std::uint32_t>(ch - '0');
+  int count = 0;
+  bool binary = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const char ch = line[i];
+    if (ch == ' ' || ch == '\t') continue;
+    ++count;
+    if (ch != '0' && ch != '1') binary = false;
+    u = (u << 1) | static_cast<std::uint32_t>(ch == '1' ? 1 : 0);
+  }
+  if (count != 32) throw bad_input(where() + ": expected one 32-character binary fp32 word");
+  if (!binary) {
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i)
+      if (line[i] != ' ' && line[i] != '\t') s += line[i];
+    throw bad_input(where() + ": '" + s + "' is not a binary word");
   }
   return float_of(u);
 }
@@ -247,9 +281,9 @@ int cmd_mma(const std::vector<std::string>& args) {
     const kvq::mma::input_format in = kvq::mma::parse_input_format(format_s);
     const kvq::mma::output_format out = kvq::mma::parse_output_format(out_s);
     const kvq::mma::preset_info p = kvq::mma::get_preset(a, in, out);
-    const auto A = read_lines(a_path, gz);
-    const auto B = read_lines(b_path, gz);
-    std::vector<std::string> C;
+    const text_lines A = read_lines(a_path, gz);
+    const text_lines B = read_lines(b_path, gz);
+    text_lines C;
     if (!c_path.empty()) C = read_lines(c_path, gz);
     if (B.size() != A.size())
       throw bad_input(b_path + " has " + std::to_string(B.size()) + " lines, " + a_path + " has " +
@@ -257,35 +291,60 @@ int cmd_mma(const std::vector<std::string>& args) {
     if (!c_path.empty() && C.size() != A.size())
       throw bad_input(c_path + " has " + std::to_string(C.size()) + " lines, " + a_path + " has " +
                       std::to_string(A.size()));
+    auto line_name = [](const std::string& path, std::size_t i) {
+      return [&path, i] { return path + " line " + std::to_string(i + 1); };
+    };
     // The recorded H100 fp8 run used c = 0 (wgmma); the preset's alignment of a nonzero c
     // is the paper's model, not a record (docs/mma.md). Say so rather than disagree silently
     // with the recorded d when the recorded c_ file is passed.
     bool nonzero_c = false;
     if (a == kvq::mma::arch::sm_90 && (in == kvq::mma::input_format::e4m3 || in == kvq::mma::input_format::e5m2))
       for (std::size_t i = 0; i < C.size() && !nonzero_c; ++i)
-        nonzero_c = parse_binary_line(C[i], c_path + " line " + std::to_string(i + 1)) != 0.0f;
+        nonzero_c = parse_binary_line(C.data(i), C.length(i), line_name(c_path, i)) != 0.0f;
     if (nonzero_c)
       std::fputs("kvq mma: note: sm_90 fp8 with c != 0 follows the model, not a hardware record (the recorded H100 "
                  "fp8 run used c = 0, so its c_ file is not the c of its d_ file: replay it without --c)\n",
                  stderr);
-    std::string result;
-    result.reserve(A.size() * 33);
+    // Parse and check every line (in line order, so the first bad line is the one named),
+    // keeping the operands in two flat arrays; then evaluate them all with dot_fast, which
+    // gives dot's bits (kvq/mma/fast.hpp).
+    std::vector<float> av, bv, cv;
+    std::vector<std::size_t> offset, length;
+    offset.reserve(A.size());
+    length.reserve(A.size());
+    cv.reserve(A.size());
     for (std::size_t i = 0; i < A.size(); ++i) {
-      const std::string where = "line " + std::to_string(i + 1);
-      const auto av = parse_hex_line(A[i], a_path + " " + where);
-      const auto bv = parse_hex_line(B[i], b_path + " " + where);
-      float c = C.empty() ? 0.0f : parse_binary_line(C[i], c_path + " " + where);
+      const std::size_t a0 = av.size(), b0 = bv.size();
+      parse_hex_line(A.data(i), A.length(i), av, line_name(a_path, i));
+      parse_hex_line(B.data(i), B.length(i), bv, line_name(b_path, i));
+      float c = C.size() == 0 ? 0.0f : parse_binary_line(C.data(i), C.length(i), line_name(c_path, i));
       c = kvq::mma::to_output(out, c);
-      float d;
-      try {
-        d = kvq::mma::dot(p, in, av, bv, c);
-      } catch (const std::invalid_argument& e) {
-        throw bad_input(where + ": " + e.what());
+      const std::size_t na = av.size() - a0, nb = bv.size() - b0;
+      if (na != nb || !kvq::mma::detail::all_representable(av.data() + a0, na, in) ||
+          !kvq::mma::detail::all_representable(bv.data() + b0, nb, in) || !kvq::mma::representable_fast(c, out)) {
+        // The checked dot names what is wrong, in its own words.
+        try {
+          kvq::mma::dot(p, in, std::vector<float>(av.begin() + static_cast<std::ptrdiff_t>(a0), av.end()),
+                        std::vector<float>(bv.begin() + static_cast<std::ptrdiff_t>(b0), bv.end()), c);
+        } catch (const std::invalid_argument& e) {
+          throw bad_input("line " + std::to_string(i + 1) + ": " + e.what());
+        }
+        throw bad_input("line " + std::to_string(i + 1) + ": not a value of the format");  // not reached
       }
+      offset.push_back(a0);
+      length.push_back(na);
+      cv.push_back(c);
+    }
+    std::string result;
+    result.resize(A.size() * 33);
+    for (std::size_t i = 0; i < A.size(); ++i) {
+      const float d =
+          kvq::mma::dot_fast(p.params, in, av.data() + offset[i], bv.data() + offset[i], static_cast<int>(length[i]), cv[i]);
       std::uint32_t u;
       std::memcpy(&u, &d, sizeof u);
-      for (int bit = 31; bit >= 0; --bit) result += ((u >> bit) & 1u) ? '1' : '0';
-      result += '\n';
+      char* w = &result[i * 33];
+      for (int bit = 31; bit >= 0; --bit) *w++ = ((u >> bit) & 1u) ? '1' : '0';
+      *w = '\n';
     }
     std::fwrite(result.data(), 1, result.size(), stdout);
     return 0;

@@ -70,6 +70,7 @@
 #include <kvq/format/encode.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/mma/block_fma.hpp>
+#include <kvq/mma/fast.hpp>
 #include <kvq/mma/params.hpp>
 
 namespace kvq {
@@ -341,7 +342,7 @@ KVQ_HD inline float tc_dot(const mma::block_fma_params& p, mma::input_format in,
   const std::size_t k = static_cast<std::size_t>(p.k);
   for (std::size_t i = 0; i < K; i += k) {
     const std::size_t len = K - i < k ? K - i : k;
-    tc = mma::block_fma(p, in, a + i, b + i, static_cast<int>(len), tc);
+    tc = mma::block_fma_fast(p, in, a + i, b + i, static_cast<int>(len), tc);  // block_fma's bits
     ++steps;
     if (every != 0 && steps % every == 0) {
       acc = acc + tc;
@@ -441,7 +442,7 @@ KVQ_HD inline query_status fa3_query(const float* q, rows_view<float> K, rows_vi
         const std::size_t m8 = len - i0 < k ? len - i0 : k;
         for (std::size_t j = 0; j < d; ++j) {
           for (std::size_t u = 0; u < m8; ++u) col[u] = V.row(t0 + i0 + u)[j];
-          tcacc[j] = mma::block_fma(c.mma, in, s + i0, col, static_cast<int>(m8), tcacc[j]);
+          tcacc[j] = mma::block_fma_fast(c.mma, in, s + i0, col, static_cast<int>(m8), tcacc[j]);
         }
         ++pv_steps;
         if (c.pv_promote_every != 0 && pv_steps % c.pv_promote_every == 0 && c.v_block_descale == nullptr) {
