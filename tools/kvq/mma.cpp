@@ -134,6 +134,13 @@ void parse_hex_line(const char* line, std::size_t n, std::vector<float>& v, cons
   }
 }
 
+// The words of a whole field (the --cases files: few lines, an allocation each is fine).
+std::vector<float> parse_hex_line(const std::string& field, const std::string& where) {
+  std::vector<float> v;
+  parse_hex_line(field.data(), field.size(), v, [&] { return where; });
+  return v;
+}
+
 template <class Where>
 float parse_binary_line(const char* line, std::size_t n, const Where& where) {
   std::uint32_t u = 0;
@@ -183,8 +190,8 @@ int run_cases(const std::string& path, bool gz, bool check, const std::string& c
   std::string first;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string where = path + " line " + std::to_string(i + 1);
-    if (lines[i].empty() || lines[i][0] == '#') continue;
-    const auto f = split_fields(lines[i], '|');
+    if (lines.length(i) == 0 || lines.data(i)[0] == '#') continue;
+    const auto f = split_fields(lines.str(i), '|');
     if (f.size() != 6 && f.size() != 7)
       throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]'");
     std::vector<std::string> head;
