@@ -74,6 +74,18 @@ def test_ties_away_kernel_passes_random_input_and_fails_the_hard_set():
     assert r.matches == []  # no known order rounds ties away
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_readme_template_fails_a_ties_away_kernel_on_every_seed(seed):
+    # python/README.md's pytest template: (256, 128) hard inputs per seed. A faithful
+    # kernel passes it, the ties-away one fails it on every seed.
+    x = kvq.hard_inputs("nvfp4_te", (256, 128), seed=seed)
+    codes, scales = te_nvfp4(x)
+    assert kvq.verify("nvfp4_te", x, codes, scales).ok
+    codes, scales = te_nvfp4(x, ties_away=True)
+    r = kvq.verify("nvfp4_te", x, codes, scales)
+    assert not r.ok and r.code_mismatches > 0
+
+
 def test_the_other_te_order_is_named():
     x = kvq.hard_inputs("nvfp4_te", (64, 256))
     codes, scales = te_nvfp4(x, enc_div=True)

@@ -122,6 +122,12 @@ KVQ_HD inline fixed add_fixed(fixed x, fixed y) noexcept {
   return {y.neg, my - mx, l};
 }
 
+// The 23 fp32 fraction bits of a significand whose leading bit is bit `msb` (frac_bits,
+// or frac_bits + 1 after a rounding carry, when the significand is a power of two).
+KVQ_HD inline std::uint32_t fp32_fraction(std::uint64_t sig, int msb) noexcept {
+  return static_cast<std::uint32_t>((msb <= 23 ? sig << (23 - msb) : sig >> (msb - 23)) & 0x7fffffu);
+}
+
 // Round value = (neg ? -1 : 1) × mag × 2^lsb to `frac_bits` fraction bits in the range of
 // `o` (subnormals at o.min_exp) and return it as a float (fp16 results are returned as
 // the float of the same value).
@@ -151,11 +157,11 @@ KVQ_HD inline float round_to_output(bool neg, std::uint64_t mag, int lsb, int fr
     if (r == final_rounding::nearest_even) return float_of(sign | 0x7f800000u);
     // Largest finite value with frac_bits fraction bits.
     const std::uint64_t mx = (std::uint64_t{1} << (frac_bits + 1)) - 1;
-    const std::uint32_t frac = static_cast<std::uint32_t>((mx << (23 - frac_bits)) & 0x7fffffu);
+    const std::uint32_t frac = fp32_fraction(mx, frac_bits);
     return float_of(sign | (static_cast<std::uint32_t>(o.max_exp + 127) << 23) | frac);
   }
   if (fe >= -126) {
-    const std::uint32_t frac = static_cast<std::uint32_t>((keep << (23 - msb)) & 0x7fffffu);
+    const std::uint32_t frac = fp32_fraction(keep, msb);
     return float_of(sign | (static_cast<std::uint32_t>(fe + 127) << 23) | frac);
   }
   // fp32 subnormal: q >= -126 - frac_bits >= -149.

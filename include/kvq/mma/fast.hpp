@@ -120,11 +120,11 @@ KVQ_HD inline float round_to_output_fast(bool neg, std::uint64_t mag, int lsb, i
   if (fe > o.max_exp) {
     if (r == final_rounding::nearest_even) return float_of(sign | 0x7f800000u);
     const std::uint64_t mx = (std::uint64_t{1} << (frac_bits + 1)) - 1;
-    const std::uint32_t frac = static_cast<std::uint32_t>((mx << (23 - frac_bits)) & 0x7fffffu);
+    const std::uint32_t frac = detail::fp32_fraction(mx, frac_bits);
     return float_of(sign | (static_cast<std::uint32_t>(o.max_exp + 127) << 23) | frac);
   }
   if (fe >= -126) {
-    const std::uint32_t frac = static_cast<std::uint32_t>((keep << (23 - msb)) & 0x7fffffu);
+    const std::uint32_t frac = detail::fp32_fraction(keep, msb);
     return float_of(sign | (static_cast<std::uint32_t>(fe + 127) << 23) | frac);
   }
   return float_of(sign | static_cast<std::uint32_t>(keep << (q + 149)));
