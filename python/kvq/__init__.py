@@ -17,31 +17,34 @@ study of ``kvq.model_study``, which needs torch and transformers).
 scheme of the registry.
 """
 
-from ._kvq import (
-    Comparison,
-    ElementMismatch,
-    Explanation,
-    Mismatch,
-    Report,
-    ScaleMismatch,
-    bits_per_value,
-    calibrate,
-    decode,
-    dequantize,
-    describe,
-    encode,
-    encode_stochastic,
-    fa3_fp8_attention,
-    format_table,
-    formats,
-    hard_inputs,
-    quantize,
-    schemes,
-    swizzle_scales,
-    unswizzle_scales,
-    verify,
-    write_file_atomic,
-)
+from ._native import ext as _ext
+
+# The build for this CPU (kvq/_native.py: baseline x86-64 or x86-64-v3, the same bits).
+Comparison = _ext.Comparison
+ElementMismatch = _ext.ElementMismatch
+Explanation = _ext.Explanation
+Mismatch = _ext.Mismatch
+Report = _ext.Report
+ScaleMismatch = _ext.ScaleMismatch
+bits_per_value = _ext.bits_per_value
+calibrate = _ext.calibrate
+decode = _ext.decode
+dequantize = _ext.dequantize
+describe = _ext.describe
+encode = _ext.encode
+encode_stochastic = _ext.encode_stochastic
+fa3_fp8_attention = _ext.fa3_fp8_attention
+format_table = _ext.format_table
+formats = _ext.formats
+hard_inputs = _ext.hard_inputs
+quantize = _ext.quantize
+schemes = _ext.schemes
+swizzle_scales = _ext.swizzle_scales
+unswizzle_scales = _ext.unswizzle_scales
+verify = _ext.verify
+write_file_atomic = _ext.write_file_atomic
+isa = _ext.isa
+
 from .capture import capture, load_capture
 from .study import run_study, studies
 
@@ -66,6 +69,7 @@ __all__ = [
     "format_table",
     "formats",
     "hard_inputs",
+    "isa",
     "load_capture",
     "quantize",
     "run_study",

@@ -2,12 +2,24 @@
 Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).
 """
 
-import typing
+from collections.abc import Sequence
 from typing import Any
 
 import numpy
 import numpy.typing
 
+
+def fa3_fp8_attention(q: numpy.typing.ArrayLike, k: numpy.typing.ArrayLike, v: numpy.typing.ArrayLike, path: str = 'sm90', *, block_n: int | None = None, q_descale: float = 1.0, k_descale: float = 1.0, v_descale: float = 1.0, softmax_scale: float | None = None, max_offset: int = 8, threads: int = 1) -> numpy.typing.NDArray[numpy.float32]:
+    """
+    FlashAttention-3's FP8 forward (e4m3 Q, K, V and P; kvq::attention::fa3_fp8_attention) of every query row over all the keys (the decode step; no causal mask). q: (rows, head_dim) or (heads, rows, head_dim) float32; k, v: (tokens, head_dim) or (kv_heads, tokens, head_dim) float32, query head h reading K/V head h // (heads // kv_heads). Each input is quantized as fp8(x / descale) (values that are already e4m3 with descale 1 pass unchanged). path: 'ideal_fp32' (exact fp32 accumulation), 'sm90' (Hopper's fp8 tensor core, never promoted: FA3 as released) or 'sm90_promote_N' (P.V added into fp32 every N steps of 32 tokens). block_n: FA3's kBlockN (default: FA3's own choice for the head_dim); softmax_scale: default head_dim ** -0.5. Returns float32 outputs shaped like q. The heads run on `threads` threads; the bits do not depend on it.
+    """
+
+isa: str  # 'baseline' or 'x86-64-v3'
+
+def cpu_supports_x86_64_v3() -> bool:
+    """
+    Whether this CPU runs the x86-64-v3 build (AVX2, FMA, F16C, BMI1/2, MOVBE).
+    """
 
 def formats() -> list[dict[str, Any]]:
     """
@@ -17,9 +29,9 @@ def formats() -> list[dict[str, Any]]:
 def format_table() -> str:
     """The formats table as Markdown (what `kvq formats` prints)."""
 
-def encode(x: numpy.typing.ArrayLike, format: str, rounding: str = 'nearest_even', overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]:
+def encode(x: numpy.typing.ArrayLike, format: str, rounding: str = 'nearest_even', overflow: str = 'satfinite', out: numpy.typing.NDArray[numpy.uint8] | None = None) -> numpy.typing.NDArray[numpy.uint8]:
     """
-    Encode float32 or float64 values to codes of an element format (uint8, one code per element, right-aligned; same shape as x). rounding: nearest_even (rn, the GPU's cvt.rn), toward_zero (rz), up (ru), down (rd), nearest_away (rna). overflow: satfinite (PTX .satfinite) or nosat (Inf where the format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly.
+    Encode float32 or float64 values to codes of an element format (uint8, one code per element, right-aligned; same shape as x). rounding: nearest_even (rn, the GPU's cvt.rn), toward_zero (rz), up (ru), down (rd), nearest_away (rna). overflow: satfinite (PTX .satfinite) or nosat (Inf where the format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly. out: a writable C-contiguous uint8 array of x's shape to write into (returned; nothing is allocated).
     """
 
 def encode_stochastic(x: numpy.typing.ArrayLike, format: str, random_bits: numpy.typing.ArrayLike, overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]:
@@ -27,14 +39,19 @@ def encode_stochastic(x: numpy.typing.ArrayLike, format: str, random_bits: numpy
     Stochastic rounding of float32 x with one caller-supplied uint32 per element: rounds away from zero iff frac32 + random_bits >= 2^32 (frac32: the discarded fraction of a quantum as 32-bit fixed point).
     """
 
-def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32') -> numpy.typing.NDArray[numpy.floating]:
+def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32', out: numpy.typing.NDArray[numpy.floating] | None = None) -> numpy.typing.NDArray[numpy.floating]:
     """
-    Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN codes decode to a quiet NaN with the code's sign.
+    Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN codes decode to a quiet NaN with the code's sign. out: a writable C-contiguous array of dtype `dtype` and the codes' shape to write into (returned; nothing is allocated).
     """
 
 def schemes(all: bool = False) -> list[str]:
     """
     Names of the block quantization schemes (the ones quantize, dequantize and verify accept). all=True: every name of the scheme registry, in its order: the high-precision formats (bf16, fp16, fp32), the block schemes and the KIVI zero-point schemes (which quantize and dequantize accept, verify does not).
+    """
+
+def write_file_atomic(path: str, data: bytes) -> None:
+    """
+    Write data to path as one unit with the library's one atomic writer (kvq/core/atomic_file.hpp): an exclusively created temporary file beside path, synced and renamed over it; a character device or FIFO is written directly. Raises ValueError for a target it refuses (a symbolic link, a directory) and RuntimeError naming the path when the write fails.
     """
 
 def calibrate(x: numpy.typing.ArrayLike, scheme: str, role: str = 'key') -> float | None:
@@ -52,19 +69,14 @@ def bits_per_value(name: str, head_dim: int = 128) -> float:
     Stored bits per cached value of the scheme at head dimension head_dim, by the registry's one rule (block scales and zero points included, the single tensor value and KIVI's full-precision window excluded; high-precision formats: their width). The number `kvq memory` prints. Raises ValueError if the block or group size does not divide head_dim.
     """
 
-def fa3_fp8_attention(q: numpy.typing.ArrayLike, k: numpy.typing.ArrayLike, v: numpy.typing.ArrayLike, path: str = 'sm90', *, block_n: int | None = None, q_descale: float = 1.0, k_descale: float = 1.0, v_descale: float = 1.0, softmax_scale: float | None = None, max_offset: int = 8, threads: int = 1) -> numpy.typing.NDArray[numpy.float32]:
+def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None, out: tuple[Any, ...] | None = None, threads: int = 1) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | numpy.typing.NDArray[numpy.float32] | None]:
     """
-    FlashAttention-3's FP8 forward (e4m3 Q, K, V and P; kvq::attention::fa3_fp8_attention) of every query row over all the keys (the decode step; no causal mask). q: (rows, head_dim) or (heads, rows, head_dim) float32; k, v: (tokens, head_dim) or (kv_heads, tokens, head_dim) float32, query head h reading K/V head h // (heads // kv_heads). Each input is quantized as fp8(x / descale). path: 'ideal_fp32', 'sm90' (never promoted) or 'sm90_promote_N'. Returns float32 outputs shaped like q; the bits do not depend on threads.
-    """
-
-def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[Any] | None, float | numpy.typing.NDArray[numpy.float32] | None]:
-    """
-    Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (computed from x unless given), or None. Zero-point schemes (KIVI, kvq::block::kivi_group): groups of `group` (32) consecutive elements along the last dimension (KIVI's values: pass (..., tokens, head_dim); its keys, grouped along tokens: pass the transpose (..., head_dim, tokens)), float32 scales (max - min) / (2^bits - 1), and the third value is the zero points (the group minima), float32 with the scales' shape.
+    Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks run along the last dimension) with a block scheme. Returns (codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + (row * bits / 8,) (4-bit elements two per byte, element 2i in the low nibble); scales one per block, shape x.shape[:-1] + (row / block,), uint8 codes (NVFP4: e4m3, MX: ue8m0) or float32, or None; tensor_value the fp32 tensor-level value used (unless given: 1.0 for schemes whose registry rule is unit, such as fp8_e4m3, else computed from x as the recipe does), or None. Zero-point schemes (KIVI, kvq::block::kivi_group): groups of `group` (32) consecutive elements along the last dimension (KIVI's values: pass (..., tokens, head_dim); its keys, grouped along tokens: pass the transpose (..., head_dim, tokens)), float32 scales (max - min) / (2^bits - 1), and the third value is the zero points (the group minima), float32 with the scales' shape. out: (codes, scales) arrays of those shapes and dtypes to write into (scales None for schemes without block scales; zero-point schemes: (codes, scales, zero points)); they are returned in the result tuple and nothing is allocated. threads: blocks split over this many threads (kvq::block::quantize_parallel; the tensor amax is combined exactly), the same bits for every count.
     """
 
-def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, tensor_value: float | numpy.typing.ArrayLike | None = None) -> numpy.typing.NDArray[numpy.float32]:
+def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, tensor_value: float | numpy.typing.ArrayLike | None = None, out: numpy.typing.NDArray[numpy.float32] | None = None, threads: int = 1) -> numpy.typing.NDArray[numpy.float32]:
     """
-    Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,). For zero-point schemes (KIVI) tensor_value is the zero points array (quantize's third value).
+    Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,). For zero-point schemes (KIVI) tensor_value is the zero points array (quantize's third value). out: a writable C-contiguous float32 array of the result's shape to write into (returned). threads: as in quantize (kvq::block::dequantize_parallel), the same bits for every count.
     """
 
 class Mismatch:
@@ -152,7 +164,9 @@ class ElementMismatch:
 
     @property
     def mismatch_class(self) -> str:
-        """'scale' (the block's scale differs), 'element' (same scale, other code) or 'nan' (NaN bits)"""
+        """
+        'scale' (the block's scale differs), 'element' (same scale, other code) or 'nan' (NaN bits)
+        """
 
     @property
     def input(self) -> float:
@@ -293,10 +307,6 @@ class Explanation:
         """scales differing only in NaN bits"""
 
     @property
-    def matches(self) -> list[str]:
-        """on a mismatch: the other schemes of the same format (element format, scale format, block size) whose codes and scales equal the kernel's exactly, i.e. the operation order the kernel follows; empty when none does or when the output matched"""
-
-    @property
     def mismatches(self) -> list[ElementMismatch]:
         """every mismatching element (ElementMismatch)"""
 
@@ -341,7 +351,15 @@ class Report:
 
     @property
     def explanation(self) -> object:
-        """block schemes that differ: the Explanation of every mismatch, else None"""
+        """
+        block schemes that differ: the Explanation of every mismatch, else None
+        """
+
+    @property
+    def matches(self) -> list[str]:
+        """
+        on a mismatch: the other schemes of the same format (element format, scale format, block size) whose codes and scales equal the kernel's exactly, i.e. the operation order the kernel follows; empty when none does or when the output matched
+        """
 
     @property
     def mismatches(self) -> list[ElementMismatch]:
@@ -363,7 +381,7 @@ class Report:
 
     def __repr__(self) -> str: ...
 
-def hard_inputs(scheme: str, shape: typing.Sequence[int], seed: int = 1) -> numpy.typing.NDArray[numpy.float32]:
+def hard_inputs(scheme: str, shape: Sequence[int], seed: int = 1) -> numpy.typing.NDArray[numpy.float32]:
     """
     A float32 array of `shape` (C order; the last dimension is the row, a multiple of the scheme's block size) that separates every rounding decision of the scheme's recipe: elements exactly on the element format's rounding midpoints after the recipe's own scaling, block amaxes on both sides of every scale boundary (e4m3 midpoints, powers of two), zero and subnormal blocks, NaN/Inf where the recipe defines them, and (two-level recipes) the tensor amax. A kernel that rounds ties away from zero, truncates, divides instead of multiplying by a reciprocal or rounds its scale the other way matches kvq on random input but not on these. Deterministic in (scheme, shape, seed). See kvq/verify/hard_inputs.hpp.
     """
@@ -381,9 +399,4 @@ def swizzle_scales(scales: numpy.typing.ArrayLike, rows: int, cols: int) -> nump
 def unswizzle_scales(scales: numpy.typing.ArrayLike, rows: int, cols: int) -> numpy.typing.NDArray[numpy.uint8]:
     """
     The inverse of swizzle_scales: the swizzled 128x4 tiles (a uint8 array of swizzled size, padding included) back to the row-major rows x cols scale matrix, padding dropped.
-    """
-
-def write_file_atomic(path: str, data: bytes) -> None:
-    """
-    Write data to path as one unit with the library's one atomic writer (kvq/core/atomic_file.hpp): an exclusively created temporary file beside path, synced and renamed over it; a character device or FIFO is written directly. Raises ValueError for a target it refuses (a symbolic link, a directory) and RuntimeError naming the path when the write fails.
     """

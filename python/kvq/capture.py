@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _kvq
+from ._native import ext as _kvq
 
 __all__ = ["capture", "load_capture", "attention_modules"]
 

@@ -67,7 +67,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from . import _kvq
+from ._native import ext as _kvq
 
 __all__ = ["run", "run_compounding", "main", "wilson", "newcombe_paired", "kendall_tau_b", "parse_contexts", "CORPUS_FILES"]
 
@@ -158,7 +158,7 @@ def parse_contexts(text) -> List[int]:
 
 
 def _check_schemes(schemes) -> List[str]:
-    from . import _kvq
+    from ._native import ext as _kvq
 
     if isinstance(schemes, str):
         schemes = [s for s in schemes.split(",") if s.strip()]

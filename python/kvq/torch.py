@@ -60,7 +60,7 @@ from transformers.cache_utils import Cache, DynamicLayer
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, eager_mask, sdpa_mask
 
-from . import _kvq
+from ._native import ext as _kvq
 
 __all__ = ["ATTENTION", "ATTENTION_EAGER", "FA3Decode", "KVQCache", "KVQLayer", "fa3_decode", "record_attention",
            "scheme_kind"]

@@ -134,13 +134,15 @@ struct block_input {
   enum class kind { f32, fp16, bf16 } k = kind::f32;
   host_view<float> f;
   host_view<std::uint16_t> h;
-  std::vector<float> widened;  // 16-bit inputs as float, for the reports
+  std::vector<float> widened;  // 16-bit inputs as float, when read with widen = true
   const std::vector<std::size_t>& shape() const { return k == kind::f32 ? f.shape : h.shape; }
   std::size_t size() const { return k == kind::f32 ? f.size : h.size; }
   const float* values() const { return k == kind::f32 ? f.data : widened.data(); }
 };
 
-block_input read_block_input(const any_array& a, const char* fn) {
+// widen: also keep 16-bit inputs as float (values()); quantize and verify read the
+// 16-bit storage directly and need no such copy.
+block_input read_block_input(const any_array& a, const char* fn, bool widen = false) {
   require_cpu(a, fn, "x");
   block_input in;
   const nb::dlpack::dtype bf16{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
@@ -151,8 +153,8 @@ block_input read_block_input(const any_array& a, const char* fn) {
   if (a.dtype() == bf16 || a.dtype() == nb::dlpack::dtype{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1}) {
     in.k = a.dtype() == bf16 ? block_input::kind::bf16 : block_input::kind::fp16;
     in.h = gather<std::uint16_t>(a);
-    in.widened.resize(in.h.size);
-    for (std::size_t i = 0; i < in.h.size; ++i)
+    if (widen) in.widened.resize(in.h.size);
+    for (std::size_t i = 0; i < in.widened.size(); ++i)
       in.widened[i] = in.k == block_input::kind::bf16 ? kvq::block::bf16_input::load(in.h.data[i])
                                                       : kvq::block::fp16_input::load(in.h.data[i]);
     return in;
@@ -168,6 +170,56 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& v, const std::vector<std::si
   auto* heap = new std::vector<T>(std::move(v));
   nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
   return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.data(), owner);
+}
+
+// ----------------------------------------------------------------------------- out= arguments
+// A caller's output array (NumPy's out= convention): written in place and returned, so a
+// loop of calls allocates nothing. It must be a writable, C-contiguous CPU array of the
+// result's dtype and shape that does not overlap the input; anything else is a
+// ValueError naming what is wrong. No conversion is attempted: a converted copy would
+// take the results and leave the caller's array unchanged.
+struct out_target {
+  nb::object array;  // returned to the caller
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+bool overlaps(const void* a, std::size_t a_bytes, const void* b, std::size_t b_bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a), y = reinterpret_cast<std::uintptr_t>(b);
+  return a_bytes != 0 && b_bytes != 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
+template <class T>
+out_target out_buffer(const nb::object& out, const char* fn, const char* arg, const std::vector<std::size_t>& shape,
+                      const void* input, std::size_t input_bytes) {
+  const std::string want = std::string("a writable C-contiguous ") + dtype_text(nb::dtype<T>()) +
+                           " array on the CPU of shape " + shape_text(shape);
+  nb::ndarray<> a;
+  if (!nb::try_cast(out, a, false))
+    throw nb::value_error((std::string(fn) + ": " + arg + " must be " + want + " (got " +
+                           std::string(nb::type_name(out.type()).c_str()) + ", or a read-only array)")
+                              .c_str());
+  if (a.device_type() != nb::device::cpu::value)
+    throw nb::value_error((std::string(fn) + ": " + arg + " must be on the CPU").c_str());
+  if (a.dtype() != nb::dtype<T>())
+    throw nb::value_error((std::string(fn) + ": " + arg + " has dtype " + dtype_text(a.dtype()) + ", expected " +
+                           dtype_text(nb::dtype<T>()))
+                              .c_str());
+  std::vector<std::size_t> got(a.ndim());
+  for (std::size_t i = 0; i < a.ndim(); ++i) got[i] = a.shape(i);
+  if (got != shape)
+    throw nb::value_error((std::string(fn) + ": " + arg + " has shape " + shape_text(got) + ", expected " +
+                           shape_text(shape))
+                              .c_str());
+  std::int64_t expect = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    if (a.shape(d) != 1 && a.stride(d) != expect)
+      throw nb::value_error((std::string(fn) + ": " + arg + " is not C-contiguous (" + want + ")").c_str());
+    expect *= static_cast<std::int64_t>(a.shape(d));
+  }
+  if (overlaps(a.data(), a.size() * sizeof(T), input, input_bytes))
+    throw nb::value_error((std::string(fn) + ": " + arg + " overlaps the input").c_str());
+  return {out, a.data(), a.size() * sizeof(T)};
 }
 
 // ----------------------------------------------------------------------------- element formats
@@ -201,7 +253,8 @@ element_format element_format_by_name(const std::string& name) {
                             .c_str());
 }
 
-nb::object encode_py(const any_array& x, const std::string& format, const std::string& rnd, const std::string& ovf) {
+nb::object encode_py(const any_array& x, const std::string& format, const std::string& rnd, const std::string& ovf,
+                     const nb::object& out) {
   const kvq::rounding r = parse_rounding(rnd);
   const kvq::overflow o = parse_overflow(ovf);
   const element_format fm = element_format_by_name(format);
@@ -211,23 +264,25 @@ nb::object encode_py(const any_array& x, const std::string& format, const std::s
   return std::visit(
       [&](auto fmt_tag) -> nb::object {
         using F = decltype(fmt_tag);
-        std::vector<std::uint8_t> out;
-        std::vector<std::size_t> shape;
-        if (is_double) {
-          const host_view<double> v = view_as<double>(x, "kvq.encode", "x");
-          out.resize(v.size);
-          kvq::encode_n<F>(v.data, v.size, out.data(), r, o);
-          shape = v.shape;
-        } else {
-          const host_view<float> v = view_as<float>(x, "kvq.encode", "x");
-          out.resize(v.size);
+        const auto run = [&](auto v) -> nb::object {  // v: host_view<float> or host_view<double>
+          std::vector<std::uint8_t> fresh;
+          std::uint8_t* dst = nullptr;
+          out_target t;
+          if (!out.is_none()) {
+            t = out_buffer<std::uint8_t>(out, "kvq.encode", "out", v.shape, v.data, v.size * sizeof(*v.data));
+            dst = static_cast<std::uint8_t*>(t.data);
+          } else {
+            fresh.resize(v.size);
+            dst = fresh.data();
+          }
           {
             nb::gil_scoped_release unlocked;
-            kvq::encode_n<F>(v.data, v.size, out.data(), r, o);
+            kvq::encode_n<F>(v.data, v.size, dst, r, o);
           }
-          shape = v.shape;
-        }
-        return nb::cast(to_numpy(std::move(out), shape));
+          return out.is_none() ? nb::cast(to_numpy(std::move(fresh), v.shape)) : t.array;
+        };
+        if (is_double) return run(view_as<double>(x, "kvq.encode", "x"));
+        return run(view_as<float>(x, "kvq.encode", "x"));
       },
       fm);
 }
@@ -252,7 +307,8 @@ nb::object encode_stochastic_py(const any_array& x, const std::string& format, c
       fm);
 }
 
-nb::object decode_py(const any_array& codes, const std::string& format, const std::string& dtype) {
+nb::object decode_py(const any_array& codes, const std::string& format, const std::string& dtype,
+                     const nb::object& out) {
   const element_format fm = element_format_by_name(format);
   const host_view<std::uint8_t> c = view_as<std::uint8_t>(codes, "kvq.decode", "codes");
   if (dtype != "float32" && dtype != "float64")
@@ -260,14 +316,26 @@ nb::object decode_py(const any_array& codes, const std::string& format, const st
   return std::visit(
       [&](auto fmt_tag) -> nb::object {
         using F = decltype(fmt_tag);
-        if (dtype == "float64") {
-          std::vector<double> out(c.size);
-          kvq::decode_n<F, double>(c.data, c.size, out.data());
-          return nb::cast(to_numpy(std::move(out), c.shape));
-        }
-        std::vector<float> out(c.size);
-        kvq::decode_n<F, float>(c.data, c.size, out.data());
-        return nb::cast(to_numpy(std::move(out), c.shape));
+        const auto run = [&](auto zero) -> nb::object {  // zero: float or double, the output type
+          using T = decltype(zero);
+          std::vector<T> fresh;
+          T* dst = nullptr;
+          out_target t;
+          if (!out.is_none()) {
+            t = out_buffer<T>(out, "kvq.decode", "out", c.shape, c.data, c.size);
+            dst = static_cast<T*>(t.data);
+          } else {
+            fresh.resize(c.size);
+            dst = fresh.data();
+          }
+          {
+            nb::gil_scoped_release unlocked;
+            kvq::decode_n<F, T>(c.data, c.size, dst);
+          }
+          return out.is_none() ? nb::cast(to_numpy(std::move(fresh), c.shape)) : t.array;
+        };
+        if (dtype == "float64") return run(0.0);
+        return run(0.0f);
       },
       fm);
 }
@@ -371,21 +439,24 @@ void reject_zero_points(const std::string& name, const char* fn) {
 
 template <class S>
 float quantize_input(const S& s, const block_input& x, kvq::block::tensor_value tv, std::uint8_t* codes,
-                     std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales,
-                     float* zeros = nullptr, std::size_t n_zeros = 0) {
+                     std::size_t code_bytes, typename S::scale_type* scales, std::size_t n_scales, float* zeros,
+                     std::size_t n_zeros, unsigned threads) {
   namespace b = kvq::block;
   nb::gil_scoped_release unlocked;
+  // One thread: the single-thread entry; more: quantize_parallel (the same bits for any
+  // thread count, tests/block/test_block_parallel.cpp).
+  const auto run = [&](auto in_tag, const auto* data, std::size_t n) -> float {
+    using In = decltype(in_tag);
+    if (threads == 1)
+      return b::quantize<S, In>(s, data, n, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros);
+    return b::quantize_parallel<S, In>(s, data, n, tv, codes, code_bytes, scales, n_scales, zeros, n_zeros, threads);
+  };
   switch (x.k) {
-    case block_input::kind::bf16:
-      return b::quantize<S, b::bf16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales, zeros,
-                                           n_zeros);
-    case block_input::kind::fp16:
-      return b::quantize<S, b::fp16_input>(s, x.h.data, x.h.size, tv, codes, code_bytes, scales, n_scales, zeros,
-                                           n_zeros);
+    case block_input::kind::bf16: return run(b::bf16_input{}, x.h.data, x.h.size);
+    case block_input::kind::fp16: return run(b::fp16_input{}, x.h.data, x.h.size);
     case block_input::kind::f32: break;
   }
-  return b::quantize<S, b::f32_input>(s, x.f.data, x.f.size, tv, codes, code_bytes, scales, n_scales, zeros,
-                                      n_zeros);
+  return run(b::f32_input{}, x.f.data, x.f.size);
 }
 
 template <class S>
@@ -405,35 +476,85 @@ struct quantized_buffers {
   std::size_t row = 0, blocks_per_row = 0;
 };
 
+// out: None, or (codes, scales) / (codes, scales, zero points) arrays of quantize's
+// result shapes and dtypes (scales None for schemes without block scales).
 template <class S>
 nb::object quantize_scheme(const S& proto, const std::string& name, const block_input& x,
-                           std::optional<float> tensor_value) {
+                           std::optional<float> tensor_value, const nb::object& out, unsigned threads) {
+  const char* fn = "kvq.quantize";
   const std::size_t row = x.shape().empty() ? 1 : x.shape().back();
-  const S s = scheme_for_row(proto, row, name, "kvq.quantize");
+  const S s = scheme_for_row(proto, row, name, fn);
   const kb::buffer_sizes z = kb::sizes_of(s, x.size());
-  std::vector<std::uint8_t> codes(z.code_bytes);
-  std::vector<typename S::scale_type> scales(z.scales);
-  std::vector<float> zeros(z.zeros);  // KIVI: one zero point (the group minimum) per block
-  const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
-  const float t = quantize_input(s, x, tv, codes.data(), codes.size(), scales.data(), scales.size(),
-                                 zeros.empty() ? nullptr : zeros.data(), zeros.size());
   const std::vector<std::size_t> code_shape = with_last(x.shape(), row * S::storage_bits / 8);
   const std::vector<std::size_t> scale_shape = with_last(x.shape(), row / s.block_size());
+  using scale_t = typename S::scale_type;
+  std::vector<std::uint8_t> codes;
+  std::vector<scale_t> scales;
+  std::vector<float> zeros;  // KIVI: one zero point (the group minimum) per block
+  std::uint8_t* codes_p = nullptr;
+  scale_t* scales_p = nullptr;
+  float* zeros_p = nullptr;
+  nb::object codes_o, scales_o = nb::none(), zeros_o = nb::none();
+  const void* in = x.k == block_input::kind::f32 ? static_cast<const void*>(x.f.data) : x.h.data;
+  const std::size_t in_bytes = x.k == block_input::kind::f32 ? x.f.size * 4 : x.h.size * 2;
+  if (threads == 0) throw nb::value_error("kvq.quantize: threads must be >= 1");
+  if (!out.is_none()) {
+    const std::size_t parts = 2 + (S::has_zero_point ? 1 : 0);
+    nb::tuple t;
+    if (!nb::try_cast(out, t) || t.size() != parts)
+      throw nb::value_error((std::string(fn) + ": out must be a tuple of " +
+                             (S::has_zero_point ? "(codes, scales, zero points)" : "(codes, scales)") +
+                             " arrays for scheme " + name + (S::scale_bytes == 0 ? " (scales None)" : ""))
+                                .c_str());
+    const out_target c = out_buffer<std::uint8_t>(t[0], fn, "out[0] (codes)", code_shape, in, in_bytes);
+    codes_p = static_cast<std::uint8_t*>(c.data);
+    codes_o = c.array;
+    if constexpr (S::scale_bytes == 0) {
+      if (!t[1].is_none())
+        throw nb::value_error((std::string(fn) + ": scheme " + name + " has no block scales; out[1] must be None").c_str());
+    } else {
+      const out_target sc = out_buffer<scale_t>(t[1], fn, "out[1] (scales)", scale_shape, in, in_bytes);
+      if (overlaps(sc.data, sc.bytes, c.data, c.bytes))
+        throw nb::value_error((std::string(fn) + ": out[1] (scales) overlaps out[0] (codes)").c_str());
+      scales_p = static_cast<scale_t*>(sc.data);
+      scales_o = sc.array;
+    }
+    if constexpr (S::has_zero_point) {
+      const out_target zo = out_buffer<float>(t[2], fn, "out[2] (zero points)", scale_shape, in, in_bytes);
+      if (overlaps(zo.data, zo.bytes, c.data, c.bytes) ||
+          overlaps(zo.data, zo.bytes, scales_p, z.scales * sizeof(scale_t)))
+        throw nb::value_error((std::string(fn) + ": out[2] (zero points) overlaps another output").c_str());
+      zeros_p = static_cast<float*>(zo.data);
+      zeros_o = zo.array;
+    }
+  } else {
+    codes.resize(z.code_bytes);
+    scales.resize(z.scales);
+    zeros.resize(z.zeros);
+    codes_p = codes.data();
+    scales_p = scales.empty() ? nullptr : scales.data();
+    zeros_p = zeros.empty() ? nullptr : zeros.data();
+  }
+  const kb::tensor_value tv = tensor_value ? kb::tensor_value::given(*tensor_value) : kb::tensor_value::computed();
+  const float t = quantize_input(s, x, tv, codes_p, z.code_bytes, scales_p, z.scales, zeros_p, z.zeros, threads);
+  if (out.is_none()) {
+    codes_o = nb::cast(to_numpy(std::move(codes), code_shape));
+    scales_o = scale_array<S>(std::move(scales), scale_shape);
+    if constexpr (S::has_zero_point) zeros_o = nb::cast(to_numpy(std::move(zeros), scale_shape));
+  }
   // Zero-point schemes have no tensor value: their third value is the zero points.
-  nb::object tv_out = S::has_zero_point ? nb::cast(to_numpy(std::move(zeros), scale_shape))
-                      : S::tensor == kb::tensor_kind::none ? nb::none()
-                                                           : nb::cast(t);
-  return nb::make_tuple(to_numpy(std::move(codes), code_shape), scale_array<S>(std::move(scales), scale_shape),
-                        tv_out);
+  nb::object tv_out = S::has_zero_point ? zeros_o : S::tensor == kb::tensor_kind::none ? nb::none() : nb::cast(t);
+  return nb::make_tuple(codes_o, scales_o, tv_out);
 }
 
-nb::object quantize_py(const any_array& x, const std::string& scheme, std::optional<float> tensor_value) {
+nb::object quantize_py(const any_array& x, const std::string& scheme, std::optional<float> tensor_value,
+                       const nb::object& out, unsigned threads) {
   const resolved_scheme r = resolve_scheme(scheme);
   const block_input v = read_block_input(x, "kvq.quantize");
   return with_scheme(r, [&](const auto& s) -> nb::object {
     using S = std::decay_t<decltype(s)>;
     if constexpr (std::is_same<S, kvq::kv::hp_format>::value) return nb::none();  // rejected by resolve_scheme
-    else return quantize_scheme(s, r.name, v, effective_tensor_value(r, tensor_value));
+    else return quantize_scheme(s, r.name, v, effective_tensor_value(r, tensor_value), out, threads);
   });
 }
 
@@ -453,7 +574,7 @@ float required_tensor_value(std::optional<float> tv, const std::string& name, co
 template <class S>
 nb::object dequantize_scheme(const S& proto, const std::string& name, const any_array& codes_a,
                              const std::optional<any_array>& scales_a, std::optional<float> tensor_value,
-                             const std::optional<any_array>& zeros_a) {
+                             const std::optional<any_array>& zeros_a, const nb::object& out_a, unsigned threads) {
   const host_view<std::uint8_t> c = view_as<std::uint8_t>(codes_a, "kvq.dequantize", "codes");
   const std::size_t code_row = c.shape.empty() ? 1 : c.shape.back();
   const std::size_t row = code_row * 8 / S::storage_bits;
@@ -461,7 +582,24 @@ nb::object dequantize_scheme(const S& proto, const std::string& name, const any_
   const S s = scheme_for_row(proto, row, name, "kvq.dequantize");
   const kb::buffer_sizes z = kb::sizes_of(s, n);
   const float t = required_tensor_value<S>(tensor_value, name, "kvq.dequantize");
-  std::vector<float> out(n);
+  if (threads == 0) throw nb::value_error("kvq.dequantize: threads must be >= 1");
+  const std::vector<std::size_t> out_shape = with_last(c.shape, row);
+  std::vector<float> fresh;
+  float* out = nullptr;
+  out_target ot;
+  if (!out_a.is_none()) {
+    ot = out_buffer<float>(out_a, "kvq.dequantize", "out", out_shape, c.data, c.size);
+    out = static_cast<float*>(ot.data);
+  } else {
+    fresh.resize(n);
+    out = fresh.data();
+  }
+  // The checked single-thread entry, or dequantize_parallel (same bits for any thread count).
+  const auto run = [&](const typename S::scale_type* sc, std::size_t n_sc, const float* zp, std::size_t n_zp) {
+    nb::gil_scoped_release unlocked;
+    if (threads == 1) kb::dequantize(s, c.data, c.size, sc, n_sc, zp, n_zp, t, out, n);
+    else kb::dequantize_parallel(s, c.data, c.size, sc, n_sc, zp, n_zp, t, out, n, threads);
+  };
   host_view<float> zv;
   if constexpr (S::has_zero_point) {
     if (!zeros_a)
@@ -478,8 +616,7 @@ nb::object dequantize_scheme(const S& proto, const std::string& name, const any_
   if constexpr (S::scale_bytes == 0) {
     if (scales_a && scales_a->size() != 0)
       throw nb::value_error(("kvq.dequantize: scheme " + name + " has no block scales; pass scales=None").c_str());
-    kb::dequantize(s, c.data, c.size, static_cast<const typename S::scale_type*>(nullptr), 0, nullptr, 0, t,
-                   out.data(), n);
+    run(nullptr, 0, nullptr, 0);
   } else {
     if (!scales_a)
       throw nb::value_error(("kvq.dequantize: scheme " + name + " stores one scale per block; scales is required").c_str());
@@ -489,14 +626,17 @@ nb::object dequantize_scheme(const S& proto, const std::string& name, const any_
       throw nb::value_error(("kvq.dequantize: scales holds " + std::to_string(sc.size) + " values, " +
                              std::to_string(z.blocks) + " blocks expected for codes of shape " + shape_text(c.shape))
                                 .c_str());
-    kb::dequantize(s, c.data, c.size, sc.data, sc.size, zv.data, zv.size, t, out.data(), n);
+    if (!out_a.is_none() && (overlaps(out, n * sizeof(float), sc.data, sc.size * sizeof(*sc.data)) ||
+                             overlaps(out, n * sizeof(float), zv.data, zv.size * sizeof(float))))
+      throw nb::value_error("kvq.dequantize: out overlaps the scales or zero points");
+    run(sc.data, sc.size, zv.data, zv.size);
   }
-  return nb::cast(to_numpy(std::move(out), with_last(c.shape, row)));
+  return out_a.is_none() ? nb::cast(to_numpy(std::move(fresh), out_shape)) : ot.array;
 }
 
 // tensor_value: None or a float; for zero-point schemes (KIVI) the zero points array.
 nb::object dequantize_py(const any_array& codes, const std::optional<any_array>& scales, const std::string& scheme,
-                         nb::object tensor_value) {
+                         nb::object tensor_value, const nb::object& out, unsigned threads) {
   const resolved_scheme r = resolve_scheme(scheme);
   return with_scheme(r, [&](const auto& s) -> nb::object {
     using S = std::decay_t<decltype(s)>;
@@ -518,7 +658,7 @@ nb::object dequantize_py(const any_array& codes, const std::optional<any_array>&
       } else if (!tensor_value.is_none()) {
         tv = nb::cast<float>(tensor_value);
       }
-      return dequantize_scheme(s, r.name, codes, scales, effective_tensor_value(r, tv), zeros);
+      return dequantize_scheme(s, r.name, codes, scales, effective_tensor_value(r, tv), zeros, out, threads);
     }
   });
 }
@@ -569,7 +709,7 @@ nb::object calibrate_py(const any_array& x, const std::string& scheme, const std
   else throw nb::value_error(("kvq.calibrate: role must be 'key' or 'value', got '" + role + "'").c_str());
   if (!kvq::kv::has_tensor_value(r.scheme)) return nb::none();
   if (r.rule == kvq::kv::tensor_rule::unit || r.rule == kvq::kv::tensor_rule::none) return nb::cast(1.0f);
-  const block_input v = read_block_input(x, "kvq.calibrate");
+  const block_input v = read_block_input(x, "kvq.calibrate", true);
   const float amax = kb::tensor_amax(v.values(), v.size(), kvq::kv::tensor_amax_rule(r.scheme));
   return nb::cast(kvq::kv::calibrated_tensor_value(r.scheme, amax, kr));
 }
@@ -684,8 +824,32 @@ std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64)
 
 void bind_attention(nb::module_& m);  // attention_ext.cpp
 
-NB_MODULE(_kvq, m) {
+// The module's name: _kvq (baseline x86-64) or _kvq_v3 (x86-64-v3), python/CMakeLists.txt.
+#ifndef KVQ_EXT_MODULE
+#define KVQ_EXT_MODULE _kvq
+#endif
+
+#define KVQ_NB_MODULE(name, var) NB_MODULE(name, var)  // expands KVQ_EXT_MODULE before NB_MODULE pastes it
+
+KVQ_NB_MODULE(KVQ_EXT_MODULE, m) {
   bind_attention(m);
+#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__BMI2__)
+  m.attr("isa") = "x86-64-v3";
+#else
+  m.attr("isa") = "baseline";
+#endif
+  m.def(
+      "cpu_supports_x86_64_v3",
+      []() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+               __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("movbe");
+#else
+        return false;
+#endif
+      },
+      "Whether this CPU runs the x86-64-v3 build (AVX2, FMA, F16C, BMI1/2, MOVBE).");
   m.doc() = "Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).";
 
   m.def("formats", &formats_py, nb::sig("def formats() -> list[dict[str, typing.Any]]"),
@@ -694,13 +858,15 @@ NB_MODULE(_kvq, m) {
   m.def("format_table", &kvq::format_table_markdown, "The formats table as Markdown (what `kvq formats` prints).");
   m.def("encode", &encode_py,
         nb::sig("def encode(x: numpy.typing.ArrayLike, format: str, rounding: str = 'nearest_even', "
-                "overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]"),
+                "overflow: str = 'satfinite', out: numpy.typing.NDArray[numpy.uint8] | None = None) -> "
+                "numpy.typing.NDArray[numpy.uint8]"),
         nb::arg("x"), nb::arg("format"), nb::arg("rounding") = "nearest_even",
-        nb::arg("overflow") = "satfinite",
+        nb::arg("overflow") = "satfinite", nb::arg("out").none() = nb::none(),
         "Encode float32 or float64 values to codes of an element format (uint8, one code per element, "
         "right-aligned; same shape as x). rounding: nearest_even (rn, the GPU's cvt.rn), toward_zero (rz), "
         "up (ru), down (rd), nearest_away (rna). overflow: satfinite (PTX .satfinite) or nosat (Inf where the "
-        "format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly.");
+        "format has it, else NaN; formats without either saturate). A float64 input is rounded once, directly. "
+        "out: a writable C-contiguous uint8 array of x's shape to write into (returned; nothing is allocated).");
   m.def("encode_stochastic", &encode_stochastic_py,
         nb::sig("def encode_stochastic(x: numpy.typing.ArrayLike, format: str, random_bits: numpy.typing.ArrayLike, "
                 "overflow: str = 'satfinite') -> numpy.typing.NDArray[numpy.uint8]"),
@@ -709,11 +875,12 @@ NB_MODULE(_kvq, m) {
         "Stochastic rounding of float32 x with one caller-supplied uint32 per element: rounds away from zero iff "
         "frac32 + random_bits >= 2^32 (frac32: the discarded fraction of a quantum as 32-bit fixed point).");
   m.def("decode", &decode_py,
-        nb::sig("def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32') -> "
-                "numpy.typing.NDArray[numpy.floating]"),
-        nb::arg("codes"), nb::arg("format"), nb::arg("dtype") = "float32",
+        nb::sig("def decode(codes: numpy.typing.ArrayLike, format: str, dtype: str = 'float32', "
+                "out: numpy.typing.NDArray[numpy.floating] | None = None) -> numpy.typing.NDArray[numpy.floating]"),
+        nb::arg("codes"), nb::arg("format"), nb::arg("dtype") = "float32", nb::arg("out").none() = nb::none(),
         "Exact values of uint8 codes of an element format (bits above the format's width are ignored); NaN "
-        "codes decode to a quiet NaN with the code's sign.");
+        "codes decode to a quiet NaN with the code's sign. out: a writable C-contiguous array of dtype `dtype` "
+        "and the codes' shape to write into (returned; nothing is allocated).");
 
   m.def("schemes", &registry_names, nb::arg("all") = false,
         "Names of the block quantization schemes (the ones quantize, dequantize and verify accept). all=True: "
@@ -745,10 +912,12 @@ NB_MODULE(_kvq, m) {
         "excluded; high-precision formats: their width). The number `kvq memory` prints. Raises ValueError if "
         "the block or group size does not divide head_dim.");
   m.def("quantize", &quantize_py,
-        nb::sig("def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None) -> "
+        nb::sig("def quantize(x: numpy.typing.ArrayLike, scheme: str, tensor_value: float | None = None, "
+                "out: tuple[typing.Any, ...] | None = None, threads: int = 1) -> "
                 "tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[typing.Any] | None, "
                 "float | numpy.typing.NDArray[numpy.float32] | None]"),
-        nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(),
+        nb::arg("x"), nb::arg("scheme"), nb::arg("tensor_value") = nb::none(), nb::arg("out").none() = nb::none(),
+        nb::arg("threads") = 1u,
         "Quantize x (float32, or float16/bfloat16 through the recipe's 16-bit input path; any shape, blocks "
         "run along the last dimension) with a block scheme. Returns "
         "(codes, scales, tensor_value) in the kernel layout: codes uint8 with shape x.shape[:-1] + "
@@ -758,14 +927,21 @@ NB_MODULE(_kvq, m) {
         "Zero-point schemes (KIVI, kvq::block::kivi_group): groups of `group` (32) consecutive elements along the "
         "last dimension (KIVI's values: pass (..., tokens, head_dim); its keys, grouped along tokens: pass the "
         "transpose (..., head_dim, tokens)), float32 scales (max - min) / (2^bits - 1), and the third value is "
-        "the zero points (the group minima), float32 with the scales' shape.");
+        "the zero points (the group minima), float32 with the scales' shape. out: (codes, scales) arrays of those "
+        "shapes and dtypes to write into (scales None for schemes without block scales; zero-point schemes: "
+        "(codes, scales, zero points)); they are returned in the result tuple and nothing is allocated. threads: "
+        "blocks split over this many threads (kvq::block::quantize_parallel; the tensor amax is combined "
+        "exactly), the same bits for every count.");
   m.def("dequantize", &dequantize_py,
         nb::sig("def dequantize(codes: numpy.typing.ArrayLike, scales: numpy.typing.ArrayLike | None, scheme: str, "
-                "tensor_value: float | numpy.typing.ArrayLike | None = None) -> numpy.typing.NDArray[numpy.float32]"),
+                "tensor_value: float | numpy.typing.ArrayLike | None = None, out: numpy.typing.NDArray[numpy.float32] | None "
+                "= None, threads: int = 1) -> numpy.typing.NDArray[numpy.float32]"),
         nb::arg("codes"), nb::arg("scales"), nb::arg("scheme"),
-        nb::arg("tensor_value") = nb::none(),
+        nb::arg("tensor_value") = nb::none(), nb::arg("out").none() = nb::none(), nb::arg("threads") = 1u,
         "Dequantize the buffers quantize returns into float32 of shape codes.shape[:-1] + (row,). For "
-        "zero-point schemes (KIVI) tensor_value is the zero points array (quantize's third value).");
+        "zero-point schemes (KIVI) tensor_value is the zero points array (quantize's third value). out: a "
+        "writable C-contiguous float32 array of the result's shape to write into (returned). threads: as in "
+        "quantize (kvq::block::dequantize_parallel), the same bits for every count.");
 
   nb::class_<kvq::verify::mismatch>(m, "Mismatch", "One differing element of a verification.")
       .def_ro("index", &kvq::verify::mismatch::index, "flat element (or block) index")

@@ -1,0 +1,37 @@
+"""The extension module this process uses: one of two builds of the same C++ sources.
+
+``_kvq`` runs on any x86-64 (and is the only build elsewhere); ``_kvq_v3`` is compiled for
+x86-64-v3 (AVX2, FMA, F16C, BMI2) and chosen when the CPU has it. Both give the same bits
+(contraction is off; the instruction set changes only the speed), which
+``tests/test_native_isa.py`` checks by running each on the same inputs.
+
+``KVQ_ISA=baseline`` or ``KVQ_ISA=x86-64-v3`` forces one (ValueError for another value,
+ImportError when the forced build is missing or the CPU lacks its instructions).
+``kvq.isa`` names the build in use.
+"""
+
+import os
+
+from . import _kvq as _baseline
+
+
+def _load():
+    forced = os.environ.get("KVQ_ISA", "")
+    if forced not in ("", "baseline", "x86-64-v3"):
+        raise ValueError(f"KVQ_ISA={forced!r}: expected 'baseline' or 'x86-64-v3'")
+    if forced == "baseline":
+        return _baseline
+    if not _baseline.cpu_supports_x86_64_v3():
+        if forced:
+            raise ImportError("KVQ_ISA=x86-64-v3: this CPU lacks x86-64-v3 (AVX2, FMA, F16C, BMI2)")
+        return _baseline
+    try:
+        from . import _kvq_v3
+    except ImportError:
+        if forced:
+            raise
+        return _baseline  # a build without the x86-64-v3 module (not x86-64, or an old compiler)
+    return _kvq_v3
+
+
+ext = _load()
