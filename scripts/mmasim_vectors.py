@@ -4,6 +4,7 @@
 MMA-Sim is not part of kvq: put a checkout of it on PYTHONPATH (it needs torch) and run
 
   python3 scripts/mmasim_vectors.py generate OUTDIR      # block-scaled vectors
+  python3 scripts/mmasim_vectors.py generate-mfma OUTDIR # AMD CDNA3 MFMA vectors
   python3 scripts/mmasim_vectors.py hardware TCDIR       # MMA-Sim against the recorded
                                                           # hardware inner products
 
@@ -314,8 +315,222 @@ def generate(outdir):
         print("%s: %d cases (%d left out: MMA-Sim raises)" % (fname, len(lines), skipped), flush=True)
 
 
+# ---------------------------------------------------------------- AMD CDNA3 MFMA vectors
+MFMA_DTYPE = {
+    "e4m3fnuz": torch.float8_e4m3fnuz,
+    "e5m2fnuz": torch.float8_e5m2fnuz,
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp32": torch.float32,
+}
+MFMA_AMD_NAME = {"e4m3fnuz": "fp8", "e5m2fnuz": "bf8"}
+
+
+def mfma_codes(fmt):
+    """Finite values of an operand format: every code of fp8, random bit patterns otherwise."""
+    if fmt in ("e4m3fnuz", "e5m2fnuz"):
+        vals = torch.arange(256, dtype=torch.uint8).view(MFMA_DTYPE[fmt]).float().tolist()
+        return [v for v in vals if math.isfinite(v)]
+    return None
+
+
+def mfma_rand(rng, fmt, e_lo, e_hi):
+    """A random finite value of fmt with exponent in [e_lo, e_hi] (clamped to the format)."""
+    codes = mfma_codes(fmt)
+    if codes is not None:
+        return rng.choice(codes)
+    mbits = {"bf16": 7, "fp16": 10, "fp32": 23}[fmt]
+    emin, emax = {"bf16": (-126, 127), "fp16": (-14, 15), "fp32": (-126, 127)}[fmt]
+    if rng.random() < 0.03:
+        x = rng.getrandbits(mbits) * 2.0 ** (emin - mbits)  # subnormal or zero
+    else:
+        lo = min(max(emin, e_lo), emax)
+        e = rng.randint(lo, max(lo, min(emax, e_hi)))
+        x = (1.0 + rng.getrandbits(mbits) * 2.0 ** -mbits) * 2.0 ** e
+    x = -x if rng.random() < 0.5 else x
+    return torch.tensor(x, dtype=torch.float32).to(MFMA_DTYPE[fmt]).float().item()
+
+
+def mfma_max(fmt):
+    return {"e4m3fnuz": 240.0, "e5m2fnuz": 57344.0, "bf16": 3.3895313892515355e38, "fp16": 65504.0,
+            "fp32": 3.4028234663852886e38}[fmt]
+
+
+def mfma_min(fmt):
+    return {"e4m3fnuz": 2.0 ** -10, "e5m2fnuz": 2.0 ** -17, "bf16": 2.0 ** -133, "fp16": 2.0 ** -24,
+            "fp32": 2.0 ** -149}[fmt]
+
+
+def mfma_emax(fmt):
+    return {"e4m3fnuz": 7, "e5m2fnuz": 15, "bf16": 127, "fp16": 15, "fp32": 127}[fmt]
+
+
+class Mfma:
+    def __init__(self, preset, qualifier, fa, fb):
+        from mmasim.simulator import amd
+        self.preset, self.fa, self.fb = preset, fa, fb
+        self.inst = single(amd.mfma("CDNA3", qualifier))
+        self.k = self.inst.k
+        assert self.inst.a_type == MFMA_DTYPE[fa] and self.inst.b_type == MFMA_DTYPE[fb]
+
+    def line(self, a, b, c):
+        inst = self.inst
+        A = torch.tensor([a], dtype=torch.float32).to(inst.a_type)
+        B = torch.tensor([b], dtype=torch.float32).to(inst.b_type).T.contiguous()
+        # the operands must be exactly the values written to the file
+        for x, y in zip(A.float().flatten().tolist() + B.float().flatten().tolist(), a + b):
+            assert x == y or (x != x and y != y), (x, y)
+        C = torch.tensor([[c]], dtype=torch.float32)
+        d = inst(A, B, C).float()[0, 0].item()
+        dw = "7fffffff" if d != d else w(d)  # MMA-Sim's NaN is its host's fp64 NaN
+        return "%s %s %s | %s | %s | %s | %s" % (
+            self.preset, self.fa, self.fb, " ".join(map(w, a)), " ".join(map(w, b)), w(c), dw)
+
+
+def mfma_cases(ins, rng, n_random):
+    """(a, b, c) tuples for one instruction: random, then hard cases."""
+    k, fa, fb = ins.k, ins.fa, ins.fb
+    out = []
+    for t in range(n_random):
+        r = t % 4
+        if r == 0:
+            lo, hi = -127, 127          # anything
+        elif r == 1:
+            lo, hi = -4, 4              # close exponents: long carries, cancellation
+        else:
+            base = rng.randint(-60, 60)
+            lo, hi = base - 12, base + 12
+        a = [mfma_rand(rng, fa, lo, hi) for _ in range(k)]
+        b = [mfma_rand(rng, fb, lo, hi) for _ in range(k)]
+        if rng.random() < 0.1:
+            for i in rng.sample(range(k), k // 4):
+                (a if rng.random() < 0.5 else b)[i] = 0.0
+        if rng.random() < 0.15:
+            c = 0.0
+        else:
+            big = max(abs(x * y) for x, y in zip(a, b)) or 1.0
+            e = max(-149, min(127, int(math.floor(math.log2(big))) + rng.randint(-30, 8)))
+            c = rand_fp32(rng, e, e) if e >= -126 else fp32(rng.getrandbits(23) * 2.0 ** -149)
+        out.append((a, b, c))
+    one, z = 1.0, [0.0] * k
+    amax, bmax, amin, bmin = mfma_max(fa), mfma_max(fb), mfma_min(fa), mfma_min(fb)
+    nan, inf = float("nan"), float("inf")
+    H = []
+    # cancellation: exact, with a tiny remainder, with a large c
+    half = k // 2
+    a = [mfma_rand(rng, fa, -3, 3) for _ in range(half)]
+    b = [mfma_rand(rng, fb, -3, 3) for _ in range(half)]
+    H.append((a + a, b + [-x for x in b], 0.0))
+    H.append((a + a, b + [-x for x in b], -0.0))
+    H.append((a + a, b + [-x for x in b], 1.5))
+    H.append((a + a[:-1] + [amin], b + [-x for x in b[:-1]] + [bmin], 0.0))
+    H.append(([amax] + [one] * (k - 1), [bmax] + [one] * (k - 1), -(amax * bmax)))
+    # ties at the rounding point: c = 1 and products summing to half an fp32 ulp (and 3/2)
+    for cc in (1.0, -1.0, 1.0 + 2.0 ** -23, -(1.0 + 2.0 ** -23), 3.0):
+        for p in (2.0 ** -24, 2.0 ** -23 + 2.0 ** -24, 2.0 ** -25):
+            e = int(math.floor(math.log2(p)))
+            x = 2.0 ** (e // 2)
+            y = p / x
+            if abs(y) > bmax or abs(y) < bmin or x < amin:
+                continue
+            yv = torch.tensor(y).to(MFMA_DTYPE[fb]).float().item()
+            if yv != y:
+                continue
+            H.append(([x] + [0.0] * (k - 1), [y] + [0.0] * (k - 1), fp32(cc)))
+            H.append(([x, -x] + [0.0] * (k - 2), [y, y / 2 if y / 2 >= bmin else y] + [0.0] * (k - 2), fp32(cc)))
+    # products below c's window, negative (round down): floor against truncation
+    H.append(([amin] * k, [-bmin] * k, 1.0))
+    H.append(([amin] * k, [bmin] * k, -1.0))
+    H.append(([one] * k, [-mfma_rand(rng, fb, -30, -20) for _ in range(k)], 2.0 ** 20))
+    H.append(([one] * k, [one] * k, 2.0 ** 30))
+    H.append(([one] * k, [-one] * k, 2.0 ** 24))
+    H.append(([one] * k, [one] * k, -(2.0 ** 26)))
+    # c just inside / outside 25 bits below the products (fp8 drops it), negative c
+    for de in (-23, -24, -25, -26, -27, -40):
+        H.append(([one] * k, [one] * k, fp32(-(2.0 ** de) * 1.5)))
+        H.append(([one] * k, [one] * k, fp32(2.0 ** de * 1.25)))
+    # one large product and many small ones (the product window)
+    H.append(([amax] + [amin] * (k - 1), [bmax] + [bmin] * (k - 1), 0.0))
+    H.append(([one] + [one] * (k - 1), [one] + [fp32(2.0 ** -20)] * (k - 1), 0.0) if fb != "e4m3fnuz" else
+             ([one] * k, [one] + [2.0 ** -10] * (k - 1), 0.0))
+    H.append(([-one] + [one] * (k - 1), [one] + [mfma_min(fb) * 8] * (k - 1), 0.0))
+    # subnormals and extremes
+    H.append(([amin] * k, [bmin] * k, 0.0))
+    H.append(([amin] * k, [-bmin] * k, fp32(2.0 ** -149)))
+    H.append(([amax] * k, [bmax] * k, 0.0))
+    H.append(([amax] * k, [-bmax] * k, 3.4028234663852886e38))
+    H.append(([amax] * k, [bmax] * k, 3.4028234663852886e38))
+    H.append(([one] * k, [one] * k, -3.4028234663852886e38))
+    H.append(([one] * k, [one] * k, fp32(-(2.0 ** -140))))
+    H.append(([amin] * k, [bmin] * k, fp32(2.0 ** -130)))
+    # zero operands take part in the alignment maximum (exponent -126 + e(other))
+    H.append((z, [bmax] * k, 1.0))
+    H.append((z, [bmax] * k, fp32(1.0 + 2.0 ** -23)))
+    H.append((z[:-1] + [one], [bmax] * (k - 1) + [one], fp32(1.0 + 2.0 ** -23)))
+    H.append((z, [bmax] * k, fp32(0.5 + 2.0 ** -24)))
+    H.append((z, [-bmax] * k, fp32(-(0.5 + 2.0 ** -24))))
+    H.append((z, [bmax] * k, fp32(3 * 2.0 ** -149)))
+    H.append((z, [bmax] * k, fp32(-(2.0 ** -126 + 2.0 ** -149))))
+    H.append((z, z, fp32(2.0 ** -149)))
+    H.append((z, z, -0.0))
+    H.append(([-0.0] * k if fa not in ("e4m3fnuz", "e5m2fnuz") else z, [one] * k, -0.0))
+    # special values
+    H.append(([one] * k, [one] * k, nan))
+    H.append(([one] * k, [one] * k, inf))
+    H.append(([one] * k, [one] * k, -inf))
+    H.append(([nan] + [one] * (k - 1), [one] * k, 0.0))
+    H.append(([one] * k, [one] * (k - 1) + [nan], 2.0))
+    if fa not in ("e4m3fnuz", "e5m2fnuz"):
+        H.append(([inf] + [one] * (k - 1), [one] * k, 0.0))
+        H.append(([inf] + [one] * (k - 1), [0.0] * k, 0.0))
+        H.append(([inf, inf] + [one] * (k - 2), [one, -one] + [one] * (k - 2), 0.0))
+        H.append(([inf] + [one] * (k - 1), [one] * k, -inf))
+        H.append(([-inf] + [one] * (k - 1), [one] * k, -inf))
+
+    def cv(fmt, v):  # the hard cases' operands as values of their format
+        return [torch.tensor(v, dtype=torch.float32).to(MFMA_DTYPE[fmt]).float().tolist()][0]
+    return out + [(cv(fa, a), cv(fb, b), c) for a, b, c in H]
+
+
+def mfma_instructions():
+    fp8 = [("e4m3fnuz", "e4m3fnuz"), ("e4m3fnuz", "e5m2fnuz"), ("e5m2fnuz", "e4m3fnuz"), ("e5m2fnuz", "e5m2fnuz")]
+    return [
+        # file name, preset, [(qualifier, fa, fb)], random cases per qualifier
+        ("mfma_cdna3_fp8", "cdna3_fp8",
+         [("f32_16x16x32_%s_%s" % (MFMA_AMD_NAME[x], MFMA_AMD_NAME[y]), x, y) for x, y in fp8] +
+         [("f32_32x32x16_fp8_bf8", "e4m3fnuz", "e5m2fnuz")], 80),
+        ("mfma_cdna3_bf16", "cdna3_bf16", [("f32_16x16x16_bf16", "bf16", "bf16"), ("f32_32x32x8_bf16", "bf16", "bf16")], 150),
+        ("mfma_cdna3_bf16_k4", "cdna3_bf16_k4", [("f32_4x4x4_16b_bf16", "bf16", "bf16")], 150),
+        ("mfma_cdna3_fp16", "cdna3_fp16", [("f32_16x16x16_f16", "fp16", "fp16"), ("f32_32x32x8_f16", "fp16", "fp16")], 150),
+        ("mfma_cdna3_fp16_k4", "cdna3_fp16_k4", [("f32_16x16x4_4b_f16", "fp16", "fp16")], 150),
+        ("mfma_cdna3_xf32", "cdna3_xf32", [("f32_16x16x8_xf32", "fp32", "fp32"), ("f32_32x32x4_xf32", "fp32", "fp32")], 150),
+        ("mfma_cdna3_fp32", "cdna3_fp32", [("f32_16x16x4_f32", "fp32", "fp32"), ("f32_32x32x2_f32", "fp32", "fp32")], 150),
+    ]
+
+
+def generate_mfma(outdir):
+    import os
+    os.makedirs(outdir, exist_ok=True)
+    for fname, preset, quals, nrand in mfma_instructions():
+        rng = random.Random("kvq-mmasim-" + fname)
+        lines, skipped = [], 0
+        for q, fa, fb in quals:
+            ins = Mfma(preset, q, fa, fb)
+            for a, b, c in mfma_cases(ins, rng, nrand):
+                try:
+                    lines.append(ins.line(a, b, c))
+                except (OverflowError, ValueError):  # cases MMA-Sim does not define
+                    skipped += 1
+        path = os.path.join(outdir, fname + ".txt.gz")
+        with gzip.GzipFile(path, "wb", mtime=0) as f:
+            f.write(("\n".join(lines) + "\n").encode())
+        print("%s: %d cases (%d left out: MMA-Sim raises)" % (fname, len(lines), skipped), flush=True)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "hardware":
         hardware(sys.argv[2])
     elif sys.argv[1] == "generate":
         generate(sys.argv[2])
+    elif sys.argv[1] == "generate-mfma":
+        generate_mfma(sys.argv[2])

@@ -8,6 +8,7 @@
 #include <kvq/mma/block_scale.hpp>
 #include <kvq/mma/dot.hpp>
 #include <kvq/mma/fast.hpp>
+#include <kvq/mma/mfma.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
 

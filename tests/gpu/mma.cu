@@ -1,7 +1,8 @@
 // tests/gpu/mma.cu — the recorded tensor-core inner products (tests/data/tensor-core-vectors)
 // through this GPU's real mma instruction, compared line by line with the kvq::mma preset
 // of this GPU and, for the files recorded on this GPU generation, with the recorded d;
-// also runs the kvq::mma model itself on the device (KVQ_HD code) against the host model.
+// also runs the kvq::mma model itself on the device (KVQ_HD code) against the host model,
+// and the AMD CDNA3 MFMA model (mfma.hpp) on the device against the host.
 //
 // Standalone program (own main, plain CUDA runtime, no zlib): tests/gpu/run.sh
 // decompresses the vectors into a folder and runs
@@ -23,6 +24,7 @@
 
 #include <kvq/mma.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -60,6 +62,13 @@ __global__ void model_lines(const line_in* in, float* out, int n, kvq::mma::bloc
                             kvq::mma::input_format f) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = kvq::mma::dot(p, f, in[i].fa, in[i].fb, in[i].k, in[i].c);
+}
+
+// The AMD CDNA3 MFMA model (kvq/mma/mfma.hpp, KVQ_HD) on the device: must equal the host.
+__global__ void mfma_model_lines(const line_in* in, float* out, int n, kvq::mma::mfma_params p,
+                                 kvq::mma::mfma_input fa, kvq::mma::mfma_input fb) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = kvq::mma::mfma_dot(p, fa, fb, in[i].fa, in[i].fb, in[i].k, in[i].c);
 }
 
 __device__ inline std::uint32_t pack_u16(const std::uint8_t* p, int i) {  // elements i, i+1 (2-byte)
@@ -230,6 +239,49 @@ int main(int argc, char** argv) {
     return 2;
   }
   int failures = 0;
+  {
+    // The CDNA3 MFMA model on the device against the host: bf16 operands of small spread
+    // and e4m3fnuz codes, 32 products, nonzero c (deterministic, no data files needed).
+    const int n = 512;
+    std::vector<line_in> lines(static_cast<std::size_t>(n));
+    std::uint32_t x = 12345u;
+    auto next = [&x] { x = x * 1664525u + 1013904223u; return x; };
+    const struct { kvq::mma::mfma_preset p; kvq::mma::mfma_input f; } mf[] = {
+        {kvq::mma::mfma_preset::cdna3_bf16, kvq::mma::mfma_input::bf16},
+        {kvq::mma::mfma_preset::cdna3_fp8, kvq::mma::mfma_input::e4m3fnuz}};
+    for (const auto& m : mf) {
+      std::vector<float> host(static_cast<std::size_t>(n)), dev(static_cast<std::size_t>(n));
+      for (int i = 0; i < n; ++i) {
+        line_in& l = lines[std::size_t(i)];
+        std::memset(&l, 0, sizeof l);
+        l.k = 32;
+        for (int j = 0; j < 32; ++j) {
+          // e4m3fnuz: 3 fraction bits, exponents -7..6; bf16 the same values (exact in both)
+          const float va = std::ldexp(1.0f + float(next() % 8u) / 8.0f, int(next() % 14u) - 7);
+          const float vb = std::ldexp(1.0f + float(next() % 8u) / 8.0f, int(next() % 14u) - 7);
+          l.fa[j] = (next() & 1u) ? -va : va;
+          l.fb[j] = vb;
+        }
+        l.c = std::ldexp(float(next() % 4096u) - 2048.0f, int(next() % 20u) - 30);
+        host[std::size_t(i)] = kvq::mma::mfma_dot(kvq::mma::get_mfma_params(m.p), m.f, m.f, l.fa, l.fb, l.k, l.c);
+      }
+      line_in* d_in = nullptr;
+      float* d_out = nullptr;
+      KVQ_MMA_CHECK(cudaMalloc(&d_in, sizeof(line_in) * std::size_t(n)));
+      KVQ_MMA_CHECK(cudaMalloc(&d_out, sizeof(float) * std::size_t(n)));
+      KVQ_MMA_CHECK(cudaMemcpy(d_in, lines.data(), sizeof(line_in) * std::size_t(n), cudaMemcpyHostToDevice));
+      mfma_model_lines<<<(n + 127) / 128, 128>>>(d_in, d_out, n, kvq::mma::get_mfma_params(m.p), m.f, m.f);
+      KVQ_MMA_CHECK(cudaGetLastError());
+      KVQ_MMA_CHECK(cudaMemcpy(dev.data(), d_out, sizeof(float) * std::size_t(n), cudaMemcpyDeviceToHost));
+      cudaFree(d_in);
+      cudaFree(d_out);
+      int differ = 0;
+      for (int i = 0; i < n; ++i) differ += u_of(dev[std::size_t(i)]) != u_of(host[std::size_t(i)]);
+      if (differ != 0) ++failures;
+      std::printf("[%s] mfma model %s on the device vs the host: %d/%d differ\n", differ == 0 ? "PASS" : "FAIL",
+                  kvq::mma::name(m.p), differ, n);
+    }
+  }
   for (const auto& s : kSets) {
     const bool fp8 = s.in == kvq::mma::input_format::e4m3 || s.in == kvq::mma::input_format::e5m2;
     kvq::mma::preset_info p{};

@@ -4,8 +4,9 @@
 // chosen GPU computes it, one 32-character binary fp32 word per line (fp16 results as
 // the fp32 word of the same value, as in the recorded d_*_fp16 files).
 // With --cases it replays block-scaled inner products in the layout of tests/data/mma-sim/
-// (one case a line: "KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]") through the
-// block-scaled presets and prints d as one 8-hex-digit fp32 word per line; --check compares
+// (one case a line: "KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]", or for AMD
+// MFMA "PRESET AFMT BFMT | a | b | c [| d]") through the block-scaled or MFMA presets and
+// prints d as one 8-hex-digit fp32 word per line; --check compares
 // with each line's d instead.
 #include "mma.hpp"
 
@@ -182,7 +183,8 @@ std::string hex_word(float d) {
   return buf;
 }
 
-// kvq mma --cases FILE [--check]: block-scaled inner products (tests/data/mma-sim layout).
+// kvq mma --cases FILE [--check]: block-scaled and AMD MFMA inner products (tests/data/mma-sim
+// layout).
 int run_cases(const std::string& path, bool gz, bool check, const std::string& c_mode) {
   const auto lines = read_lines(path, gz);
   std::string result;
@@ -192,15 +194,34 @@ int run_cases(const std::string& path, bool gz, bool check, const std::string& c
     const std::string where = path + " line " + std::to_string(i + 1);
     if (lines.length(i) == 0 || lines.data(i)[0] == '#') continue;
     const auto f = split_fields(lines.str(i), '|');
-    if (f.size() != 6 && f.size() != 7)
-      throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]'");
     std::vector<std::string> head;
     for (const auto& w : split_fields(f[0], ' '))
       if (!w.empty()) head.push_back(w);
-    if (head.size() != 5) throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT' before the first '|'");
-    if (head[2] != "16" && head[2] != "32") throw bad_input(where + ": block '" + head[2] + "' is not 16 or 32");
     float d;
     std::vector<float> dv;
+    if (head.size() == 3) {
+      // AMD MFMA case: PRESET AFMT BFMT | a | b | c [| d]
+      if (f.size() != 4 && f.size() != 5) throw bad_input(where + ": expected 'PRESET AFMT BFMT | a | b | c [| d]'");
+      if (c_mode != "aligned") throw bad_input(where + ": --c-mode applies to block-scaled cases only");
+      try {
+        const kvq::mma::mfma_preset p = kvq::mma::parse_mfma_preset(head[0]);
+        const auto c = parse_hex_line(f[3], where + " c");
+        if (c.size() != 1) throw bad_input(where + ": expected one c word");
+        if (f.size() == 5) {
+          dv = parse_hex_line(f[4], where + " d");
+          if (dv.size() != 1) throw bad_input(where + ": expected one d word");
+        }
+        d = kvq::mma::mfma_dot(p, kvq::mma::parse_mfma_input(head[1]), kvq::mma::parse_mfma_input(head[2]),
+                               parse_hex_line(f[1], where + " a"), parse_hex_line(f[2], where + " b"), c[0]);
+      } catch (const std::invalid_argument& e) {
+        throw bad_input(where + ": " + e.what());
+      }
+    } else {
+    if (f.size() != 6 && f.size() != 7)
+      throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]' or "
+                      "'PRESET AFMT BFMT | a | b | c [| d]'");
+    if (head.size() != 5) throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT' before the first '|'");
+    if (head[2] != "16" && head[2] != "32") throw bad_input(where + ": block '" + head[2] + "' is not 16 or 32");
     try {
       kvq::mma::block_scale_params p = kvq::mma::get_block_scale_preset(
           kvq::mma::parse_block_scale_kind(head[0]), kvq::mma::parse_scale_format(head[1]), std::stoi(head[2]));
@@ -217,6 +238,7 @@ int run_cases(const std::string& path, bool gz, bool check, const std::string& c
                                     parse_hex_line(f[4], where + " sb"), c[0]);
     } catch (const std::invalid_argument& e) {
       throw bad_input(where + ": " + e.what());
+    }
     }
     ++n;
     if (check) {
@@ -249,7 +271,9 @@ int cmd_mma(const std::vector<std::string>& args) {
       "words, c one 32-character binary fp32 word per line (rounded to fp16, nearest even, for\n"
       "--out-format fp16). Prints d as one 32-character binary fp32 word per line.\n"
       "--cases FILE replays block-scaled inner products (tcgen05.mma kind::mxf8f6f4 / mxf4nvf4,\n"
-      "mma.sync block_scale) in the layout of tests/data/mma-sim and prints d as 8-hex-digit words.",
+      "mma.sync block_scale) and AMD CDNA3 MFMA inner products (presets cdna3_fp8, cdna3_bf16,\n"
+      "cdna3_bf16_k4, cdna3_fp16, cdna3_fp16_k4, cdna3_xf32, cdna3_fp32) in the layout of\n"
+      "tests/data/mma-sim and prints d as 8-hex-digit words.",
       "kvq mma"};
   std::string arch_s, format_s, a_path, b_path, c_path, out_s = "fp32", cases_path, c_mode = "aligned";
   bool gz = false, check = false;
@@ -257,7 +281,7 @@ int cmd_mma(const std::vector<std::string>& args) {
   app.add_option("--format", format_s, "input format: e4m3, e5m2, bf16, fp16 (required without --cases)");
   app.add_option("--a", a_path, "file of the a vectors (required without --cases)");
   app.add_option("--b", b_path, "file of the b vectors (required without --cases)");
-  app.add_option("--cases", cases_path, "file of block-scaled cases (tests/data/mma-sim layout)");
+  app.add_option("--cases", cases_path, "file of block-scaled or MFMA cases (tests/data/mma-sim layout)");
   app.add_flag("--check", check, "with --cases: compare with each case's d; exit 1 if any differs");
   app.add_option("--c-mode", c_mode, "with --cases: aligned (MMA-Sim, default) or separate (c added after the sum)")
       ->check(CLI::IsMember({"aligned", "separate"}));

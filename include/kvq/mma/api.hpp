@@ -5,6 +5,7 @@
 
 #include <kvq/mma/block_scale.hpp>
 #include <kvq/mma/dot.hpp>
+#include <kvq/mma/mfma.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
 
@@ -257,6 +258,91 @@ inline float block_scale_dot(const block_scale_params& p, element_format fa, ele
   for (std::size_t i = 0; i < a.size(); i += k)
     acc = block_scale_fma(p, fa, fb, a.data() + i, b.data() + i, sa.data() + i / blk, sb.data() + i / blk, acc);
   return acc;
+}
+
+/// Canonical name of an MFMA preset ("cdna3_fp8", "cdna3_bf16", "cdna3_bf16_k4", "cdna3_fp16",
+/// "cdna3_fp16_k4", "cdna3_xf32", "cdna3_fp32").
+inline const char* name(mfma_preset p) {
+  switch (p) {
+    case mfma_preset::cdna3_fp8: return "cdna3_fp8";
+    case mfma_preset::cdna3_bf16: return "cdna3_bf16";
+    case mfma_preset::cdna3_bf16_k4: return "cdna3_bf16_k4";
+    case mfma_preset::cdna3_fp16: return "cdna3_fp16";
+    case mfma_preset::cdna3_fp16_k4: return "cdna3_fp16_k4";
+    case mfma_preset::cdna3_xf32: return "cdna3_xf32";
+    case mfma_preset::cdna3_fp32: return "cdna3_fp32";
+  }
+  return "?";
+}
+
+/// Canonical name of an MFMA operand format ("e4m3fnuz", "e5m2fnuz", "bf16", "fp16", "fp32").
+inline const char* name(mfma_input f) {
+  switch (f) {
+    case mfma_input::e4m3fnuz: return "e4m3fnuz";
+    case mfma_input::e5m2fnuz: return "e5m2fnuz";
+    case mfma_input::bf16: return "bf16";
+    case mfma_input::fp16: return "fp16";
+    case mfma_input::fp32: return "fp32";
+  }
+  return "?";
+}
+
+/// The MFMA preset named s; std::invalid_argument listing the names otherwise.
+inline mfma_preset parse_mfma_preset(const std::string& s) {
+  for (mfma_preset p : {mfma_preset::cdna3_fp8, mfma_preset::cdna3_bf16, mfma_preset::cdna3_bf16_k4,
+                        mfma_preset::cdna3_fp16, mfma_preset::cdna3_fp16_k4, mfma_preset::cdna3_xf32,
+                        mfma_preset::cdna3_fp32})
+    if (s == name(p)) return p;
+  throw std::invalid_argument("kvq::mma: unknown MFMA preset '" + s +
+                              "' (allowed: cdna3_fp8, cdna3_bf16, cdna3_bf16_k4, cdna3_fp16, cdna3_fp16_k4, "
+                              "cdna3_xf32, cdna3_fp32)");
+}
+
+/// The MFMA operand format named s; std::invalid_argument listing the names otherwise.
+inline mfma_input parse_mfma_input(const std::string& s) {
+  for (mfma_input f : {mfma_input::e4m3fnuz, mfma_input::e5m2fnuz, mfma_input::bf16, mfma_input::fp16,
+                       mfma_input::fp32})
+    if (s == name(f)) return f;
+  throw std::invalid_argument("kvq::mma: unknown MFMA operand format '" + s +
+                              "' (allowed: e4m3fnuz, e5m2fnuz, bf16, fp16, fp32)");
+}
+
+/// True when x is a value of MFMA operand format f. The fnuz formats have NaN but no Inf
+/// and no -0 (a -0.0 is taken as their zero); fp32 takes every float.
+inline bool representable(float x, mfma_input f) {
+  const input_format_info i = info(f);
+  const std::uint64_t all_ones = (std::uint64_t{2} << i.mantissa_bits) - 1;
+  switch (f) {
+    case mfma_input::e4m3fnuz:
+    case mfma_input::e5m2fnuz:
+      return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, false);
+    case mfma_input::fp32: return true;
+    default: return representable(x, i.mantissa_bits, i.min_exp, i.max_exp, all_ones, true);
+  }
+}
+
+/// d = a · b + c through the MFMA steps of preset p (mfma.hpp), K = a.size() (a last
+/// partial step acts as if padded with 0 × 0 products), c and d fp32. Throws
+/// std::invalid_argument when the sizes differ, a format is not one the preset takes, or
+/// an element is not a value of its format.
+inline float mfma_dot(mfma_preset p, mfma_input fa, mfma_input fb, const std::vector<float>& a,
+                      const std::vector<float>& b, float c) {
+  const mfma_params q = get_mfma_params(p);
+  for (mfma_input f : {fa, fb})
+    if (f != q.in0 && f != q.in1)
+      throw std::invalid_argument(std::string("kvq::mma::mfma_dot: ") + name(p) + " takes " + name(q.in0) +
+                                  (q.in1 != q.in0 ? std::string(" or ") + name(q.in1) : std::string()) +
+                                  " operands, not " + name(f));
+  if (a.size() != b.size())
+    throw std::invalid_argument("kvq::mma::mfma_dot: a has " + std::to_string(a.size()) + " elements, b has " +
+                                std::to_string(b.size()));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!representable(a[i], fa))
+      throw std::invalid_argument("kvq::mma::mfma_dot: a[" + std::to_string(i) + "] is not a " + name(fa) + " value");
+    if (!representable(b[i], fb))
+      throw std::invalid_argument("kvq::mma::mfma_dot: b[" + std::to_string(i) + "] is not a " + name(fb) + " value");
+  }
+  return mfma_dot(q, fa, fb, a.data(), b.data(), static_cast<int>(a.size()), c);
 }
 
 }  // namespace kvq::mma
