@@ -14,6 +14,15 @@ case, `<case>.bin`, little-endian:
   f32 amax[n_amax]                  (TE's global_amax_row: 1 value, or one per row)
   u8  codes[rows*cols/2]            (TE's qx: element 2i in the low nibble)
   u8  scales[rows*cols/16]          (TE's sx as e4m3 bytes, one per row and 16 columns)
+
+RHT cases, `<case>.bin` with a `rht_` prefix: TE's columnwise path with the random
+Hadamard transform (NVFP4QuantizerRef(with_rht=True), rowwise=False, columnwise=True) on a
+bf16 input x (rows x cols); y = _apply_rht(x^T) is cols x rows, bf16:
+  u32 rows, u32 cols, u32 random_sign_mask (0 or 1)
+  u16 x[rows*cols]                  (bf16 bits, row-major)
+  u16 y[cols*rows]                  (bf16 bits of TE's _apply_rht(x.t()), row-major)
+  f32 amax                          (TE's global_amax_col: max |y|)
+  u8  codes_t[cols*rows/2], u8 scales_t[cols*rows/16]   (TE's qx_t, sx_t)
 """
 import importlib.util
 import pathlib
@@ -118,6 +127,31 @@ def write(path, x, amax, codes, scales):
         f.write(scales.tobytes())
 
 
+def run_rht_case(ref, x_bf16, random_sign):
+    q = ref.NVFP4QuantizerRef(dtype=ref.reference_utils.Fp4Formats.E2M1, rowwise=False,
+                              columnwise=True, quant_tile_shape=(1, 16), with_rht=True,
+                              with_random_sign_mask=random_sign)
+    y = q._apply_rht(x_bf16.t().contiguous())
+    _, _, qx_t, sx_t, _, amax_col = q._quantize(x_bf16)
+    return (y.contiguous().view(torch.int16).numpy().view(np.uint16),
+            amax_col.numpy().astype(np.float32).reshape(-1),
+            qx_t.contiguous().numpy().astype(np.uint8),
+            sx_t.contiguous().view(torch.uint8).numpy().astype(np.uint8))
+
+
+def write_rht(path, x_bf16, random_sign, y, amax, codes, scales):
+    rows, cols = x_bf16.shape
+    assert y.shape == (cols, rows) and amax.size == 1
+    assert codes.shape == (cols, rows // 2) and scales.shape == (cols, rows // 16)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<III", rows, cols, 1 if random_sign else 0))
+        f.write(x_bf16.contiguous().view(torch.int16).numpy().view(np.uint16).astype("<u2").tobytes())
+        f.write(y.astype("<u2").tobytes())
+        f.write(amax.astype("<f4").tobytes())
+        f.write(codes.tobytes())
+        f.write(scales.tobytes())
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__)
@@ -136,6 +170,20 @@ def main():
         codes, scales, amax = run_case(ref, x, tile, row_scaled)
         write(out / f"{name}.bin", x, amax, codes, scales)
         print(name, x.shape, "amax values:", amax.size)
+    gen = torch.Generator().manual_seed(20261202)
+    wide = torch.randn((64, 48), generator=gen) * torch.exp2(
+        torch.randint(-24, 24, (64, 48), generator=gen).float())
+    rht_cases = [
+        # TE's exact test draws torch.randn in bf16 (test_nvfp4_rht_quantize_exact.py)
+        ("rht_randn_64x48", torch.randn((64, 48), generator=gen).to(torch.bfloat16), True),
+        ("rht_randn_nosign_32x32", torch.randn((32, 32), generator=gen).to(torch.bfloat16), False),
+        # magnitudes spread over 48 binades: fp32 partial sums are no longer exact
+        ("rht_wide_64x48", wide.to(torch.bfloat16), True),
+    ]
+    for name, x, sign in rht_cases:
+        y, amax, codes, scales = run_rht_case(ref, x, sign)
+        write_rht(out / f"{name}.bin", x, sign, y, amax, codes, scales)
+        print(name, tuple(x.shape))
 
 
 if __name__ == "__main__":
