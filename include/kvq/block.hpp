@@ -6,6 +6,9 @@
 /// ~~~
 ///   nvfp4_te                    TransformerEngine / cuBLAS NVFP4           bit-exact
 ///   nvfp4_te_enc_div            TE NVFP4, rowwise order (S_enc / SF)       bit-exact
+///   nvfp4_te_2d_*, nvfp4_te_per_token_*  TE NVFP4 16x16 tiles / row amax (functions over a matrix, nvfp4_matrix.hpp)  bit-exact vs TE's reference
+///   nvfp4_te_rht_quantize       TE NVFP4 after the random Hadamard transform (rht.hpp)  TE's reference where its fp32 sums are exact
+///   e2m1_sr_te, e2m1x4_sr_te    TE's stochastic rounding to e2m1 (e2m1_sr.hpp)  TE's software rule; hardware mapping inferred
 ///   nvfp4_torchao               torchao NVFP4, single-level                bit-exact
 ///   nvfp4_torchao_two_level     torchao NVFP4 with per_tensor_scale        bit-exact
 ///   nvfp4_vllm<Instr>           vLLM NVFP4 KV-cache store (rcp.approx)     needs instruction model
@@ -36,6 +39,9 @@
 #include <kvq/block/int_group.hpp>
 #include <kvq/block/recipes.hpp>
 #include <kvq/block/api.hpp>
+#include <kvq/block/nvfp4_matrix.hpp>
+#include <kvq/block/rht.hpp>
+#include <kvq/block/e2m1_sr.hpp>
 #include <kvq/block/parallel.hpp>
 
 /// \namespace kvq::block

@@ -203,7 +203,16 @@ struct nvfp4_te : nvfp4_layout {
   template <class In>
   KVQ_HD void quantize_block(const typename In::storage* x, const params& p, std::uint8_t* codes,
                              scale_type* scale, float* /*zero*/, block_trace* trace = nullptr) const noexcept {
-    const float bamax = block_amax<In>(x, 16, amax_nan::ignore);
+    quantize_block_amax<In>(x, block_amax<In>(x, 16, amax_nan::ignore), p, codes, scale, trace);
+  }
+
+  /// quantize_block with the amax that sets the scale given: the 16 elements' own amax in
+  /// the 1D recipe, the amax of the 16x16 tile holding them in TE's 2D recipe
+  /// (nvfp4_te_2d, nvfp4_matrix.hpp; quantize_transpose_nvfp4_2D_kernel computes the tile
+  /// amax and then the same scale as the 1D kernel).
+  template <class In>
+  KVQ_HD void quantize_block_amax(const typename In::storage* x, float bamax, const params& p, std::uint8_t* codes,
+                                  scale_type* scale, block_trace* trace = nullptr) const noexcept {
     const float fp4_max_inv = 1.0f / 6.0f;  // constexpr in TE
     const float unrounded = bamax * (p.s_enc * fp4_max_inv);
     const std::uint8_t sf = detail::e4m3_rn_sat(unrounded);
