@@ -100,6 +100,9 @@ struct sm100_nvfp4_options {
   bool reverse = false;
   /// P scaled by 2^max_offset before the e4m3 cast (8 or 0).
   int max_offset = 8;
+  /// tensor_core (default): the sm_100 e4m3 preset, the path itself; ideal_fp32: the same
+  /// operands summed in kvq's fp32 tree (the comparison that isolates the accumulator).
+  fa3_accumulation accumulation = fa3_accumulation::tensor_core;
 };
 
 /// Attention of one head over an NVFP4 KV cache as an sm_100 kernel with FP8 math computes
@@ -137,7 +140,7 @@ class sm100_nvfp4_attention {
     cfg_.max_offset = static_cast<float>(opt.max_offset);
     cfg_.block_n = opt.block_n;
     cfg_.reverse = opt.reverse;
-    cfg_.accumulation = fa3_accumulation::tensor_core;
+    cfg_.accumulation = opt.accumulation;
     kvq::mma::preset_info pi{};
     kvq::mma::find_preset(kvq::mma::arch::sm_100, kvq::mma::input_format::e4m3, kvq::mma::output_format::fp32, pi);
     cfg_.mma = pi.params;
@@ -150,7 +153,8 @@ class sm100_nvfp4_attention {
   /// Name of the path for reports.
   std::string name() const {
     return std::string(sm100_nvfp4_path_name()) + " (NVFP4 KV -> e4m3 x 2^" + std::to_string(opt_.operand_shift) +
-           ", sm_100 e4m3 tensor core, block " + std::to_string(opt_.block_n) +
+           (opt_.accumulation == fa3_accumulation::tensor_core ? ", sm_100 e4m3 tensor core" : ", ideal fp32") +
+           ", block " + std::to_string(opt_.block_n) +
            (opt_.reverse ? ", reverse)" : ", forward)");
   }
   /// The kernel configuration (fa3_query) of every query.
@@ -171,7 +175,7 @@ class sm100_nvfp4_attention {
   }
   /// The raw score the kernel forms for query operands q8 (head_dim() e4m3 values) and key
   /// t: the chained sm_100 e4m3 tensor-core inner product of q8 and keys() row t (what
-  /// fa3_query computes before the softmax). Throws std::invalid_argument if t >= tokens().
+  /// fa3_query computes before the softmax, whatever `accumulation` says). Throws std::invalid_argument if t >= tokens().
   float raw_score(const float* q8, std::size_t t) const {
     if (t >= tokens()) kvq::detail::fail("kvq::attention::sm100_nvfp4_attention::raw_score", "token out of range");
     return detail::tc_dot(cfg_.mma, kvq::mma::input_format::e4m3, q8, &K_(static_cast<Eigen::Index>(t), 0), head_dim(),
