@@ -74,6 +74,12 @@ TEST_CASE("sm100_nvfp4: operand transform, hand-derived values") {
   // 1.0000100b * 2^-3 -> e4m3 at exponent -3 keeps 3 fraction bits: 0.125.
   CHECK(a.keys()(1, 0) == 0.125f);
   CHECK(a.k_scale() == 1.0f);
+  // bmm1/bmm2 scales with the 2^3 of the transform folded back: scale_log2 = q_scale *
+  // k_scale * 8 * 16^-0.5 * log2(e) = 2 * log2(e) (head_dim 16), output factor 8 * v_scale.
+  CHECK(a.config().scale_log2 == static_cast<float>(2.0L * 1.4426950408889634073599L));
+  CHECK(a.config().v_descale == 8.0f);
+  CHECK(a.config().block_n == 128);
+  CHECK(!a.config().reverse);
   // With the default operand_shift the tensor value of an unscaled head is amax / 2688.
   const sm100_nvfp4_attention b(K, V);
   CHECK(b.k_scale() == 2688.0f / 2688.0f);

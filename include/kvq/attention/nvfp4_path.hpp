@@ -81,7 +81,7 @@ inline const char* sm100_nvfp4_path_name() { return "sm100_nvfp4"; }
 
 /// Options of sm100_nvfp4_attention (see the file comment).
 struct sm100_nvfp4_options {
-  /// Softmax scale; 0: head_dim ** -0.5 (double, rounded to float).
+  /// Softmax scale; 0: head_dim ** -0.5 in double (as vLLM passes it into bmm1_scale).
   float softmax_scale = 0.0f;
   /// Per-tensor FP8 scale of Q: the kernel sees e4m3(q / q_scale); > 0.
   float q_scale = 1.0f;
@@ -130,8 +130,9 @@ class sm100_nvfp4_attention {
     v_scale_ = opt.v_scale > 0.0f ? opt.v_scale : scale_from_data(V);
     K_ = operands(K, k_scale_);
     V_ = operands(V, v_scale_);
+    // vLLM's models pass head_dim ** -0.5 as a Python float (a double, C pow).
     const double sm = opt.softmax_scale > 0.0f ? static_cast<double>(opt.softmax_scale)
-                                               : static_cast<double>(detail::default_softmax_scale(head_dim()));
+                                               : std::pow(static_cast<double>(head_dim()), -0.5);
     const double unshift = std::ldexp(1.0, -opt.operand_shift);
     // bmm1_scale = q_scale * k_scale * softmax_scale (double), times M_LOG2E, stored as float.
     cfg_.scale_log2 = static_cast<float>(static_cast<double>(opt.q_scale) * (static_cast<double>(k_scale_) * unshift) *
