@@ -21,7 +21,12 @@
 //                    step, 13-bit window, truncated to 13 fraction bits), everything
 //                    chained in the tensor-core accumulator (FA3 as released);
 //   sm90_promote_N   the same, P.V promoted to an fp32 accumulator every N steps of 32
-//                    tokens (N = 7 is once per KV tile of 224 tokens).
+//                    tokens (N = 7 is once per KV tile of 224 tokens);
+//   sm100_nvfp4      not FA3: K/V stored as vLLM's NVFP4 KV cache and run as trtllm-gen's
+//                    FP8 math on sm_100 (kvq::attention::sm100_nvfp4_attention: e4m3
+//                    operands, the recorded sm_100 e4m3 preset, KV tile 128, forward);
+//                    its out_rel_l1_vs_ideal is against the same NVFP4 operands summed in
+//                    ideal fp32, so it is the sm_100 accumulator's share alone.
 // Reference: double attention on the original K/V.
 #include "studies.hpp"
 
@@ -30,6 +35,7 @@
 #include <kvq/study/lab.hpp>
 
 #include <kvq/attention/fa3_tiles.hpp>
+#include <kvq/attention/nvfp4_path.hpp>
 #include <kvq/attention/variants.hpp>
 #include <kvq/inject/scenario.hpp>
 #include <kvq/metrics.hpp>
@@ -47,15 +53,37 @@ using kvq::matrix_f;
 
 inline constexpr std::size_t span_topk = 5;
 
-// Path names: kvq/attention/fa3_path.hpp (ideal_fp32, sm90, sm90_promote_<N>).
-using path_spec = kvq::attention::fa3_path;
-inline bool parse_path(const std::string& s, path_spec& p) { return kvq::attention::parse_fa3_path(s, p); }
-inline const std::vector<std::string>& path_names() { return kvq::attention::fa3_path_names(); }
+// Path names: kvq/attention/fa3_path.hpp (ideal_fp32, sm90, sm90_promote_<N>) and
+// kvq/attention/nvfp4_path.hpp (sm100_nvfp4).
+struct path_spec {
+  bool tensor_core = false;  // as fa3_path (sm100_nvfp4: true)
+  std::size_t promote = 0;   // as fa3_path (sm100_nvfp4: 0, never)
+  bool nvfp4 = false;        // sm100_nvfp4
+};
+inline bool parse_path(const std::string& s, path_spec& p) {
+  if (s == kvq::attention::sm100_nvfp4_path_name()) {
+    p = {true, 0, true};
+    return true;
+  }
+  kvq::attention::fa3_path f;
+  if (!kvq::attention::parse_fa3_path(s, f)) return false;
+  p = {f.tensor_core, f.promote, false};
+  return true;
+}
+inline const std::vector<std::string>& path_names() {
+  static const std::vector<std::string> v = [] {
+    std::vector<std::string> r = kvq::attention::fa3_path_names();
+    r.push_back(kvq::attention::sm100_nvfp4_path_name());
+    return r;
+  }();
+  return v;
+}
 
 inline table output_schema() {
   table t;
   t.title = "Accumulation: FP8 attention error per accumulation model and context (means over queries)";
-  t.columns = {{"path", "ideal_fp32, sm90 (tensor core, never promoted) or sm90_promote_N (fp32 every N steps)"},
+  t.columns = {{"path", "ideal_fp32, sm90 (tensor core, never promoted), sm90_promote_N (fp32 every N steps) or "
+                       "sm100_nvfp4 (NVFP4 KV cache, sm_100 FP8 math)"},
                {"promote_every", "tensor-core steps of 32 tokens between promotions (0: never; -1: ideal fp32)"},
                {"context", "context length in tokens"},
                {"queries", "queries averaged", false}};
@@ -84,9 +112,12 @@ study_def definition() {
       "model (13 fraction bits, 32 products per step, all steps chained) or promoted to fp32 every N steps\n"
       "(two-level accumulation), on long contexts with sinks and one citation span per query. Reports the\n"
       "rank/distribution metrics and output error against double attention, the share of citation spans that\n"
-      "leave the top-5, and the attention mass kept on the spans.";
+      "leave the top-5, and the attention mass kept on the spans. Path sm100_nvfp4 runs an NVFP4 KV cache as\n"
+      "an sm_100 kernel with FP8 math computes it (trtllm-gen: K/V transformed to e4m3, sm_100 e4m3 preset).";
   d.params = {
-      {"paths", param_kind::name_list, join(path_names(), ","), "ideal_fp32,sm90,sm90_promote_1,sm90_promote_16",
+      // The default grid keeps the FA3 paths (its committed results are FA3's); sm100_nvfp4
+      // runs when named.
+      {"paths", param_kind::name_list, join(kvq::attention::fa3_path_names(), ","), "ideal_fp32,sm90,sm90_promote_1,sm90_promote_16",
        "accumulation models", path_names(), 0, 0, "accumulation path"},
       {"contexts", param_kind::int_list, "4k,16k,64k,128k", "2k,4k", "context lengths in tokens", {}, 256, 1 << 22,
        "context length"},
@@ -110,6 +141,10 @@ study_def definition() {
       if (!parse_path(p, ps))
         throw usage_error("unknown accumulation path '" + p + "' (allowed: " + join(path_names()) + ")");
     }
+    for (const auto& p : c.names("paths"))
+      if (p == kvq::attention::sm100_nvfp4_path_name() && c.integer("head-dim") % 16 != 0)
+        throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
+                          " is not a multiple of 16, the NVFP4 block of path sm100_nvfp4");
     if (c.integer("head-dim") % 2 != 0)
       throw usage_error("--head-dim " + std::to_string(c.integer("head-dim")) +
                         " is odd (allowed: even head dimensions; RoPE rotates channel pairs)");
@@ -220,22 +255,18 @@ study_def definition() {
         const std::size_t n = static_cast<std::size_t>(c.K.rows());
         path_spec ps;
         parse_path(paths[pi], ps);
-        kvq::attention::fa3_options fo;
-        fo.block_n = block_n;
-        kvq::attention::apply_fa3_path(ps, fo);
-        // One query per task: the FP8 copy of K/V is made per task (O(n d), small next
-        // to the tensor-core model's cost).
-        const kvq::attention::fa3_fp8_attention<> att(c.K, c.V, fo);
         kvq::attention::workspace aws;
         kvq::metrics::workspace ws(n);
         std::vector<double> p(n);
         std::vector<float> o(hd);
-        att.run(&c.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
         query_out& r = res[ti];
-        if (ps.tensor_core) {
-          kvq::attention::fa3_options fi;
-          fi.block_n = block_n;
-          const kvq::attention::fa3_fp8_attention<> ideal(c.K, c.V, fi);
+        if (ps.nvfp4) {
+          // The NVFP4 store and its e4m3 operands are made per task, like the FP8 copy below.
+          const kvq::attention::sm100_nvfp4_attention att(c.K, c.V);
+          att.run(&c.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
+          kvq::attention::sm100_nvfp4_options io;
+          io.accumulation = kvq::attention::fa3_accumulation::ideal_fp32;
+          const kvq::attention::sm100_nvfp4_attention ideal(c.K, c.V, io);
           std::vector<double> pi_(n);
           std::vector<float> oi(hd);
           ideal.run(&c.Q(static_cast<Eigen::Index>(q), 0), pi_.data(), oi.data(), aws);
@@ -245,6 +276,28 @@ study_def definition() {
             den += std::fabs(double(oi[j]));
           }
           r.vs_ideal = den > 0 ? num / den : 0.0;
+        } else {
+          kvq::attention::fa3_options fo;
+          fo.block_n = block_n;
+          kvq::attention::apply_fa3_path(kvq::attention::fa3_path{ps.tensor_core, ps.promote}, fo);
+          // One query per task: the FP8 copy of K/V is made per task (O(n d), small next
+          // to the tensor-core model's cost).
+          const kvq::attention::fa3_fp8_attention<> att(c.K, c.V, fo);
+          att.run(&c.Q(static_cast<Eigen::Index>(q), 0), p.data(), o.data(), aws);
+          if (ps.tensor_core) {
+            kvq::attention::fa3_options fi;
+            fi.block_n = block_n;
+            const kvq::attention::fa3_fp8_attention<> ideal(c.K, c.V, fi);
+            std::vector<double> pi_(n);
+            std::vector<float> oi(hd);
+            ideal.run(&c.Q(static_cast<Eigen::Index>(q), 0), pi_.data(), oi.data(), aws);
+            double num = 0, den = 0;
+            for (std::size_t j = 0; j < hd; ++j) {
+              num += std::fabs(double(o[j]) - double(oi[j]));
+              den += std::fabs(double(oi[j]));
+            }
+            r.vs_ideal = den > 0 ? num / den : 0.0;
+          }
         }
         r.m = lab::evaluate(c.p[q].data(), p.data(), n, c.o[q].data(), o.data(), hd, ws);
         const auto nm = kvq::metrics::needle_metrics(c.p[q].data(), p.data(), n, c.spans[q]);
@@ -302,6 +355,12 @@ study_def definition() {
                 "the sink keys (2 channels, queries neutralized), sinks with logit gap sink-delta, one citation span "
                 "per query at a random offset in its own slot, margin uniform in margin_range");
     r.setup["reference"] = ("double attention on the original K/V");
+    if (std::any_of(paths.begin(), paths.end(), [](const std::string& x) { return x == kvq::attention::sm100_nvfp4_path_name(); }))
+      r.setup["emulated_sm100_nvfp4"] =
+          ("kvq::attention::sm100_nvfp4_attention: K/V stored by vLLM's NVFP4 KV-cache store (tensor value amax/2688), "
+           "operands e4m3(e2m1 * sf / 8) (inferred), Q e4m3 (scale 1), P x 256 cast to e4m3, KV tile 128 forward "
+           "(inferred), the recorded sm_100 e4m3 tensor-core preset chained, never promoted; out_rel_l1_vs_ideal "
+           "against the same operands in ideal fp32");
     r.setup["emulated"] = ("kvq::attention::fa3_fp8_attention<e4m3>: descale 1, P x 256 cast to e4m3, reverse KV order, "
                 "kBlockN = fa3_fp8_block_n(head_dim); accumulation ideal fp32 or the sm_90 e4m3 tensor-core preset "
                 "(inferred for c != 0), P.V promoted to fp32 every N steps of 32 tokens");
@@ -329,7 +388,7 @@ study_def definition() {
     for (std::size_t pi = 0; pi < NP; ++pi) {
       path_spec ps;
       parse_path(paths[pi], ps);
-      if (ps.tensor_core) tc.push_back(pi);
+      if (ps.tensor_core && !ps.nvfp4) tc.push_back(pi);  // the sm_90 paths' promotion order
     }
     auto interval_of = [&](std::size_t pi) {
       path_spec ps;

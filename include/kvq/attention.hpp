@@ -15,4 +15,5 @@
 #include <kvq/attention/codec.hpp>
 #include <kvq/attention/variants.hpp>
 #include <kvq/attention/fa3_path.hpp>
+#include <kvq/attention/nvfp4_path.hpp>
 #include <kvq/attention/driver.hpp>
