@@ -117,7 +117,8 @@ TEST_CASE("fast paths are compiled where expected", "[block][bulk]") {
   CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_vllm_4over6<>, kb::f32_input>::value);
   CHECK_FALSE(kb::bulk::has_quantize<kb::mx_floor_microxcaling<kvq::fmt::e2m1>, kb::f32_input>::value);
   CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_te, kb::bf16_input>::value);
-  CHECK_FALSE(kb::bulk::has_quantize<kb::nvfp4_torchao, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::nvfp4_torchao, kb::f32_input>::value);
+  CHECK(kb::bulk::has_quantize<kb::nvfp4_torchao_two_level, kb::f32_input>::value);
   CHECK(kb::bulk::has_quantize<kb::fp8_e4m3_per_tensor, kb::f32_input>::value);
   CHECK(kb::bulk::has_dequantize<kb::fp8_e5m2_per_tensor>::value);
   // another instruction model's division keeps the per-element path
@@ -138,6 +139,8 @@ TEST_CASE("NVFP4 fast paths equal the per-block reference", "[block][bulk]") {
   check_scheme(kb::nvfp4_vllm<kvq::instr::ieee>{}, "nvfp4_vllm ieee");
   check_scheme(kb::nvfp4_vllm<kvq::instr::ieee_fma>{}, "nvfp4_vllm ieee_fma");
   check_scheme(kb::nvfp4_vllm_4over6<>{}, "nvfp4_vllm_4over6");
+  check_scheme(kb::nvfp4_torchao{}, "nvfp4_torchao");
+  check_scheme(kb::nvfp4_torchao_two_level{}, "nvfp4_torchao_two_level");
 }
 
 TEST_CASE("MX fast paths equal the per-block reference", "[block][bulk]") {

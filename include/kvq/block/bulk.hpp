@@ -441,13 +441,18 @@ struct is_fp8_per_tensor_ieee<S, std::void_t<typename S::instruction_model, type
     : std::conjunction<std::is_same<S, fp8_per_tensor<typename S::element_format, instr::ieee>>,
                        format_has_subnormals<typename S::element_format>> {};
 
+/// Whether S is torchao's NVFP4 recipe (nvfp4_torchao or nvfp4_torchao_two_level).
+template <class S>
+struct is_torchao_nvfp4 : std::bool_constant<std::is_same<S, nvfp4_torchao>::value ||
+                                             std::is_same<S, nvfp4_torchao_two_level>::value> {};
+
 /// Whether `quantize<S, In>` / `dequantize<S>` have a fast path here.
 template <class S, class In>
 struct has_quantize
     : std::bool_constant<
 #if defined(KVQ_BLOCK_SIMD)
           std::is_same<In, f32_input>::value &&
-          (is_te_nvfp4<S>::value || is_vllm_nvfp4<S>::value ||
+          (is_te_nvfp4<S>::value || is_vllm_nvfp4<S>::value || is_torchao_nvfp4<S>::value ||
            mx_fast_quantize<S>::value || is_fp8_per_tensor_ieee<S>::value)
 #else
           false
@@ -459,8 +464,8 @@ template <class S>
 struct has_dequantize
     : std::bool_constant<
 #if defined(KVQ_BLOCK_SIMD)
-          is_te_nvfp4<S>::value || is_vllm_nvfp4_any<S>::value || mx_fast_format<S>::value ||
-          is_fp8_per_tensor_ieee<S>::value
+          is_te_nvfp4<S>::value || is_vllm_nvfp4_any<S>::value || is_torchao_nvfp4<S>::value ||
+          mx_fast_format<S>::value || is_fp8_per_tensor_ieee<S>::value
 #else
           false
 #endif
@@ -516,6 +521,39 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       for (; j + 16 <= m; j += 16) e4m3_scales16_f16c<false>(am + j, enc, 1.0f, sc + j);
 #endif
       for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
+      j = 0;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, inv_of[sc[j]], inv_of[sc[j + 1]], codes + 8 * (b0 + j));
+#endif
+      for (; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
+    }
+  } else if constexpr (is_torchao_nvfp4<S>::value) {
+    // nvfp4_torchao_recipe::quantize_block: scale = e4m3(clamp(amax * (1/6) [/ pts], 2^-6,
+    // 448)), the element multiplier a function of the scale byte alone (a table of all
+    // 256, computed as quantize_block computes it), then e2m1(clamp(x * r, -6, 6)). The
+    // clamp of the elements is left out: e2m1_rn saturates, so clamp(v, -6, 6) and v give
+    // the same code for every float v (NaN stays NaN in both).
+    constexpr bool two = S::tensor == tensor_kind::decode_scale;
+    const float pts = p.per_tensor_scale;
+    float inv_of[256];
+    for (int c = 0; c < 256; ++c) {
+      const float v = detail::e4m3_value(static_cast<std::uint8_t>(c));
+      inv_of[c] = two ? (1.0f / pts) / v : 1.0f / v;
+    }
+    const float inv6 = 1.0f / 6.0f, e4m3_eps = 0.015625f;
+    float am[chunk];
+    for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
+      const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
+      const float* xc = x + 16 * b0;
+      prefetch_ahead(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);
+      std::uint8_t* sc = scales + b0;
+      std::size_t j = 0;
+      for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::propagate>(xc + 16 * j, am + j);
+      for (; j < m; ++j) am[j] = amax<2, amax_nan::propagate>(xc + 16 * j);
+      for (j = 0; j < m; ++j) {
+        const float bs = am[j] * inv6;
+        sc[j] = detail::e4m3_rn_sat(detail::torch_clamp(two ? bs / pts : bs, e4m3_eps, 448.0f));
+      }
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
       for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, inv_of[sc[j]], inv_of[sc[j + 1]], codes + 8 * (b0 + j));
@@ -636,6 +674,15 @@ inline void dequantize_blocks(const S& s, const typename S::params& p, const std
     }
     const auto& table = kvq::detail::decode_table_v<typename S::element_format, float>.v;
     for (std::size_t i = 0; i < nb; ++i) out[i] = table[codes[i]] * p.scale;
+  } else if constexpr (is_torchao_nvfp4<S>::value) {
+    // nvfp4_torchao_recipe::dequantize_block: e2m1 * s, s = [pts *] e4m3_value(scale).
+    constexpr bool two = S::tensor == tensor_kind::decode_scale;
+    float s_of[256];
+    for (int c = 0; c < 256; ++c) {
+      const float v = detail::e4m3_value(static_cast<std::uint8_t>(c));
+      s_of[c] = two ? p.per_tensor_scale * v : v;
+    }
+    for (std::size_t b = 0; b < nb; ++b) load_e2m1_16(codes + 8 * b, s_of[scales[b]], out + 16 * b);
   } else if constexpr (is_vllm_nvfp4_any<S>::value) {
     float sff_of[256];
     for (int c = 0; c < 256; ++c) sff_of[c] = detail::e4m3_value(static_cast<std::uint8_t>(c));
