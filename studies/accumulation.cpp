@@ -53,6 +53,17 @@ using kvq::matrix_f;
 
 inline constexpr std::size_t span_topk = 5;
 
+// Relative L1 distance of an output from the ideal-accumulation path's, over the head
+// dimension (sum |o - ideal| / sum |ideal|, 0 when ideal is all zero).
+inline double rel_l1_distance(const std::vector<float>& o, const std::vector<float>& ideal) {
+  double num = 0, den = 0;
+  for (std::size_t j = 0; j < ideal.size(); ++j) {
+    num += std::fabs(double(o[j]) - double(ideal[j]));
+    den += std::fabs(double(ideal[j]));
+  }
+  return den > 0 ? num / den : 0.0;
+}
+
 // Path names: kvq/attention/fa3_path.hpp (ideal_fp32, sm90, sm90_promote_<N>) and
 // kvq/attention/nvfp4_path.hpp (sm100_nvfp4).
 struct path_spec {
@@ -270,12 +281,7 @@ study_def definition() {
           std::vector<double> pi_(n);
           std::vector<float> oi(hd);
           ideal.run(&c.Q(static_cast<Eigen::Index>(q), 0), pi_.data(), oi.data(), aws);
-          double num = 0, den = 0;
-          for (std::size_t j = 0; j < hd; ++j) {
-            num += std::fabs(double(o[j]) - double(oi[j]));
-            den += std::fabs(double(oi[j]));
-          }
-          r.vs_ideal = den > 0 ? num / den : 0.0;
+          r.vs_ideal = rel_l1_distance(o, oi);
         } else {
           kvq::attention::fa3_options fo;
           fo.block_n = block_n;
@@ -291,12 +297,7 @@ study_def definition() {
             std::vector<double> pi_(n);
             std::vector<float> oi(hd);
             ideal.run(&c.Q(static_cast<Eigen::Index>(q), 0), pi_.data(), oi.data(), aws);
-            double num = 0, den = 0;
-            for (std::size_t j = 0; j < hd; ++j) {
-              num += std::fabs(double(o[j]) - double(oi[j]));
-              den += std::fabs(double(oi[j]));
-            }
-            r.vs_ideal = den > 0 ? num / den : 0.0;
+            r.vs_ideal = rel_l1_distance(o, oi);
           }
         }
         r.m = lab::evaluate(c.p[q].data(), p.data(), n, c.o[q].data(), o.data(), hd, ws);
