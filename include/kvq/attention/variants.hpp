@@ -214,18 +214,8 @@ class storage_attention {
     const char* where = "kvq::attention::storage_attention";
     detail::check_kv(where, K, V);
     detail::check_bias(where, opt_.bias, K);
-    matrix_f k = opt_.hadamard ? detail::hadamard_rows(K, where) : K;
-    matrix_f v = opt_.hadamard ? detail::hadamard_rows(V, where) : V;
-    if (opt_.codec.k) {
-      matrix_f r = opt_.codec.k(k);
-      detail::check_same_shape(where, "K", k, r);
-      k = std::move(r);
-    }
-    if (opt_.codec.v) {
-      matrix_f r = opt_.codec.v(v);
-      detail::check_same_shape(where, "V", v, r);
-      v = std::move(r);
-    }
+    matrix_f k = stored(K, opt_.codec.k, "K", where);
+    matrix_f v = stored(V, opt_.codec.v, "V", where);
     if (opt_.bf16_math) {
       for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = round_bf16(k.data()[i]);
       for (Eigen::Index i = 0; i < v.size(); ++i) v.data()[i] = round_bf16(v.data()[i]);
@@ -234,6 +224,22 @@ class storage_attention {
     V_ = std::move(v);
     scale_ = opt_.softmax_scale > 0.0f ? opt_.softmax_scale : detail::default_softmax_scale(head_dim());
   }
+
+ private:
+  // The rotated (with hadamard) and coded matrix. The codec reads the caller's matrix
+  // directly when there is no rotation: copying it first only cost a pass over K or V.
+  matrix_f stored(const matrix_f& in, const kv_transform& codec, const char* what, const char* where) const {
+    if (!opt_.hadamard && !codec) return in;
+    matrix_f rotated;
+    if (opt_.hadamard) rotated = detail::hadamard_rows(in, where);
+    const matrix_f& x = opt_.hadamard ? rotated : in;
+    if (!codec) return rotated;
+    matrix_f r = codec(x);
+    detail::check_same_shape(where, what, x, r);
+    return r;
+  }
+
+ public:
   /// Context length n (rows of K).
   std::size_t tokens() const { return static_cast<std::size_t>(K_.rows()); }
   /// Head dimension d (columns of K).

@@ -278,7 +278,11 @@ class kivi_key_store final : public row_store {
     const std::size_t m = kvq::detail::checked_mul(n, hd_, "kvq::kv::kivi_key_store::append: rows x head_dim");
     if (m > 0 && rows == nullptr) throw std::invalid_argument("kvq::kv::kivi_key_store::append: rows is null");
     for (std::size_t i = 0; i < m; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
-    while (residual_.size() / hd_ >= r_) quantize_front_chunk();
+    // Every complete chunk in arrival order, then one erase: erasing after each chunk
+    // moved the rest of the residual every time (quadratic in the rows of one append).
+    const std::size_t chunk = r_ * hd_, full = residual_.size() / chunk;
+    for (std::size_t k = 0; k < full; ++k) quantize_chunk(residual_.data() + k * chunk);
+    if (full > 0) residual_.erase(residual_.begin(), residual_.begin() + static_cast<std::ptrdiff_t>(full * chunk));
   }
   void dequantize(float* out) const override {
     const std::size_t g = s_.group, per_chunk_groups = hd_ * (r_ / g), gbytes = g * Bits / 8;
@@ -305,12 +309,13 @@ class kivi_key_store final : public row_store {
     else return float_to_bf16_rn(v);
   }
   static float from_param(param_t v) noexcept { return Compute::load(v); }
-  void quantize_front_chunk() {
+  // Quantizes the r_ rows at `rows` (one chunk) per channel, groups in token order.
+  void quantize_chunk(const param_t* rows) {
     const std::size_t g = s_.group, gbytes = g * Bits / 8;
     std::vector<float> col(g);
     for (std::size_t c = 0; c < hd_; ++c)
       for (std::size_t k = 0; k < r_ / g; ++k) {
-        for (std::size_t j = 0; j < g; ++j) col[j] = from_param(residual_[(k * g + j) * hd_ + c]);
+        for (std::size_t j = 0; j < g; ++j) col[j] = from_param(rows[(k * g + j) * hd_ + c]);
         const std::size_t c0 = codes_.size();
         codes_.resize(c0 + gbytes);
         float sc = 0.0f, zr = 0.0f;
@@ -318,7 +323,6 @@ class kivi_key_store final : public row_store {
         scales_.push_back(to_param(sc));
         zeros_.push_back(to_param(zr));
       }
-    residual_.erase(residual_.begin(), residual_.begin() + static_cast<std::ptrdiff_t>(r_ * hd_));
     ++chunks_;
   }
   S s_;
