@@ -27,7 +27,7 @@ using mp = boost::multiprecision::cpp_bin_float_50;
 
 namespace {
 
-kvq::inject::qkv make(std::size_t n, std::size_t d, std::size_t nq, std::uint64_t seed) {
+kvq::inject::qkv make_bias_case(std::size_t n, std::size_t d, std::size_t nq, std::uint64_t seed) {
   kvq::inject::qkv_config c;
   c.tokens = n;
   c.head_dim = d;
@@ -36,12 +36,12 @@ kvq::inject::qkv make(std::size_t n, std::size_t d, std::size_t nq, std::uint64_
   return kvq::inject::generate_qkv(c);
 }
 
-std::uint64_t bits(double x) {
+std::uint64_t bits_of(double x) {
   std::uint64_t u;
   std::memcpy(&u, &x, 8);
   return u;
 }
-std::uint32_t bits(float x) {
+std::uint32_t bits_of(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, 4);
   return u;
@@ -168,7 +168,7 @@ void frozen_fa3_query(const float* q, rows_view<float> K, rows_view<float> V, co
 // Small-integer head: q in {-2..2}, K in {-3..3}, V arbitrary normal draws. Every q.k is
 // an integer of magnitude < 2^8, exact in fp32 and fp8 (e4m3 holds the integers to 16).
 void integer_head(std::size_t n, std::size_t d, std::uint64_t seed, std::vector<float>& q, matrix_f& K) {
-  const auto x = make(n, d, 1, seed);
+  const auto x = make_bias_case(n, d, 1, seed);
   q.resize(d);
   K.resize(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(d));
   for (std::size_t j = 0; j < d; ++j) q[j] = std::round(std::max(-2.0f, std::min(2.0f, x.q[0](0, j))));
@@ -195,7 +195,7 @@ void widen(const std::vector<float>& q, const matrix_f& K, const matrix_f& V, co
 TEST_CASE("without biases, and with beta = 0, every path is its pre-bias kernel bit for bit",
           "[attention][bias][quick]") {
   const std::size_t n = 600, d = 64;
-  const auto x = make(n, d, 3, 91);
+  const auto x = make_bias_case(n, d, 3, 91);
   const matrix_f& K = x.k[0];
   const matrix_f& V = x.v[0];
   const std::vector<float> zeros(n, 0.0f);
@@ -209,8 +209,8 @@ TEST_CASE("without biases, and with beta = 0, every path is its pre-bias kernel 
     for (const bool with_zero_bias : {false, true}) {
       const reference_attention ref(K, V, with_zero_bias ? zeros : std::vector<float>{});
       ref.run(q, p.data(), od.data(), ws);
-      for (std::size_t t = 0; t < n; ++t) REQUIRE(bits(p[t]) == bits(pf[t]));
-      for (std::size_t j = 0; j < d; ++j) REQUIRE(bits(od[j]) == bits(of[j]));
+      for (std::size_t t = 0; t < n; ++t) REQUIRE(bits_of(p[t]) == bits_of(pf[t]));
+      for (std::size_t j = 0; j < d; ++j) REQUIRE(bits_of(od[j]) == bits_of(of[j]));
     }
     // storage, fp32 and bf16 math
     for (const bool bf16 : {false, true}) {
@@ -227,8 +227,8 @@ TEST_CASE("without biases, and with beta = 0, every path is its pre-bias kernel 
         so.bias = with_zero_bias ? zeros : std::vector<float>{};
         const storage_attention st(K, V, so);
         st.run(q, p.data(), o.data(), ws);
-        for (std::size_t t = 0; t < n; ++t) REQUIRE(bits(p[t]) == bits(pf[t]));
-        for (std::size_t j = 0; j < d; ++j) REQUIRE(bits(o[j]) == bits(ofz[j]));
+        for (std::size_t t = 0; t < n; ++t) REQUIRE(bits_of(p[t]) == bits_of(pf[t]));
+        for (std::size_t j = 0; j < d; ++j) REQUIRE(bits_of(o[j]) == bits_of(ofz[j]));
       }
     }
     // FA3 FP8, both KV orders, with a q descale
@@ -246,8 +246,8 @@ TEST_CASE("without biases, and with beta = 0, every path is its pre-bias kernel 
         fo.bias = with_zero_bias ? zeros : std::vector<float>{};
         const fa3_fp8_attention<> fa(K, V, fo);
         fa.run(q, p.data(), o.data(), ws);
-        for (std::size_t t = 0; t < n; ++t) REQUIRE(bits(p[t]) == bits(pf[t]));
-        for (std::size_t j = 0; j < d; ++j) REQUIRE(bits(o[j]) == bits(ofz[j]));
+        for (std::size_t t = 0; t < n; ++t) REQUIRE(bits_of(p[t]) == bits_of(pf[t]));
+        for (std::size_t j = 0; j < d; ++j) REQUIRE(bits_of(o[j]) == bits_of(ofz[j]));
       }
     }
   }
@@ -255,7 +255,7 @@ TEST_CASE("without biases, and with beta = 0, every path is its pre-bias kernel 
 
 TEST_CASE("reference attention with key biases against a multiprecision oracle", "[attention][bias][quick]") {
   const std::size_t n = 300, d = 32;
-  const auto x = make(n, d, 2, 92);
+  const auto x = make_bias_case(n, d, 2, 92);
   std::vector<float> beta(n);
   for (std::size_t t = 0; t < n; ++t) beta[t] = 0.37f * static_cast<float>(static_cast<int>(t % 11) - 5);
   const reference_attention ref(x.k[0], x.v[0], beta);
@@ -293,7 +293,7 @@ TEST_CASE("storage and FA3 add the bias where the documentation says, in fp32", 
   std::vector<float> q;
   matrix_f K;
   integer_head(n, d, 93, q, K);
-  const matrix_f V = make(n, d, 1, 94).v[0];
+  const matrix_f V = make_bias_case(n, d, 1, 94).v[0];
   std::vector<float> raw(n), beta(n);
   for (std::size_t t = 0; t < n; ++t) {
     raw[t] = static_cast<float>(static_cast<int>((t * 7) % 13) - 6);  // integers -6..6
@@ -315,8 +315,8 @@ TEST_CASE("storage and FA3 add the bias where the documentation says, in fp32", 
     const storage_attention wide(Kw, Vw, so);
     biased.run(q.data(), p.data(), o.data(), ws);
     wide.run(qw.data(), pw.data(), ow.data(), ws2);
-    for (std::size_t t = 0; t < n; ++t) REQUIRE(bits(p[t]) == bits(pw[t]));
-    for (std::size_t j = 0; j < d; ++j) REQUIRE(bits(o[j]) == bits(ow[j]));
+    for (std::size_t t = 0; t < n; ++t) REQUIRE(bits_of(p[t]) == bits_of(pw[t]));
+    for (std::size_t j = 0; j < d; ++j) REQUIRE(bits_of(o[j]) == bits_of(ow[j]));
     // and the bias really moved the weights
     const storage_attention unbiased(K, V, so);
     unbiased.run(q.data(), pw.data(), o.data(), ws);
@@ -336,8 +336,8 @@ TEST_CASE("storage and FA3 add the bias where the documentation says, in fp32", 
         const fa3_fp8_attention<> wide(Kw, Vw, fo);
         biased.run(q.data(), p.data(), o.data(), ws);
         wide.run(qw.data(), pw.data(), ow.data(), ws2);
-        for (std::size_t t = 0; t < n; ++t) REQUIRE(bits(p[t]) == bits(pw[t]));
-        for (std::size_t j = 0; j < d; ++j) REQUIRE(bits(o[j]) == bits(ow[j]));
+        for (std::size_t t = 0; t < n; ++t) REQUIRE(bits_of(p[t]) == bits_of(pw[t]));
+        for (std::size_t j = 0; j < d; ++j) REQUIRE(bits_of(o[j]) == bits_of(ow[j]));
       }
   }
   SECTION("FA3 with a per-query descale converts the bias to that query's raw units") {
@@ -355,13 +355,13 @@ TEST_CASE("storage and FA3 add the bias where the documentation says, in fp32", 
     const fa3_fp8_attention<> wide(Kw, Vw, fo);
     biased.run(q.data(), p.data(), o.data(), ws, 2.0f);
     wide.run(qw.data(), pw.data(), ow.data(), ws2, 2.0f);
-    for (std::size_t t = 0; t < n; ++t) REQUIRE(bits(p[t]) == bits(pw[t]));
-    for (std::size_t j = 0; j < d; ++j) REQUIRE(bits(o[j]) == bits(ow[j]));
+    for (std::size_t t = 0; t < n; ++t) REQUIRE(bits_of(p[t]) == bits_of(pw[t]));
+    for (std::size_t j = 0; j < d; ++j) REQUIRE(bits_of(o[j]) == bits_of(ow[j]));
   }
 }
 
 TEST_CASE("bad key biases are rejected, naming the problem", "[attention][bias][quick]") {
-  const auto x = make(64, 16, 1, 95);
+  const auto x = make_bias_case(64, 16, 1, 95);
   CHECK_THROWS_WITH(reference_attention(x.k[0], x.v[0], std::vector<float>(63, 0.0f)),
                     Catch::Contains("63 key biases for K (64 x 16)") || Catch::Contains("63 key biases"));
   storage_options so;

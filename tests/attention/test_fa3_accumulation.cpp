@@ -30,7 +30,7 @@ using F8 = kvq::fmt::e4m3;
 
 namespace {
 
-kvq::inject::qkv make(std::size_t n, std::size_t d, std::size_t nq, std::uint64_t seed, double kstd = 1.0) {
+kvq::inject::qkv make_fa3_case(std::size_t n, std::size_t d, std::size_t nq, std::uint64_t seed, double kstd = 1.0) {
   qkv_config c;
   c.tokens = n;
   c.head_dim = d;
@@ -119,7 +119,7 @@ float q8(float v, float ds) { return kvq::decode<F8>(kvq::encode<F8>(v / ds)); }
 
 TEST_CASE("FA3 ideal fp32 accumulation equals the frozen pre-model kernel bit for bit", "[attention][fa3][quick]") {
   const std::size_t n = 700, d = 64;
-  auto x = make(n, d, 3, 31, 2.0);
+  auto x = make_fa3_case(n, d, 3, 31, 2.0);
   for (bool reverse : {true, false})
     for (std::size_t bn : {64u, 160u, 1024u})
       for (bool explicit_ideal : {false, true}) {
@@ -225,7 +225,7 @@ std::vector<float> tc_reference(const std::vector<float>& q, const matrix_f& K8,
 
 TEST_CASE("FA3 tensor-core accumulation equals step-by-step kvq::mma calls", "[attention][fa3][mma][quick]") {
   const std::size_t n = 300, d = 64, bn = 96;  // 4 KV blocks (the last partial), 3 steps each
-  auto x = make(n, d, 2, 41, 2.0);
+  auto x = make_fa3_case(n, d, 2, 41, 2.0);
   for (std::size_t every : {0u, 1u, 3u, 5u}) {
     fa3_options fo;
     fo.block_n = bn;
@@ -261,7 +261,7 @@ TEST_CASE("FA3 tensor-core accumulation equals step-by-step kvq::mma calls", "[a
 
 TEST_CASE("FA3 per-block descales of equal powers of two reproduce per-tensor descales", "[attention][fa3][quick]") {
   const std::size_t n = 500, d = 32, bn = 128;
-  auto x = make(n, d, 2, 51, 3.0);
+  auto x = make_fa3_case(n, d, 2, 51, 3.0);
   for (auto acc : {fa3_accumulation::ideal_fp32, fa3_accumulation::tensor_core}) {
     fa3_options pt, pb;
     pt.block_n = pb.block_n = bn;
@@ -435,7 +435,7 @@ TEST_CASE("FA3 paper error experiment: per-block + random-sign Hadamard lowers F
 
 TEST_CASE("storage path with a quantized query equals the plain path on the pre-quantized query", "[attention][quick]") {
   const std::size_t n = 300, d = 64;
-  auto x = make(n, d, 3, 61, 1.0);
+  auto x = make_fa3_case(n, d, 3, 61, 1.0);
   auto fp8 = [](const matrix_f& m) {
     matrix_f r(m.rows(), m.cols());
     for (Eigen::Index i = 0; i < m.size(); ++i) r.data()[i] = q8(m.data()[i], 1.0f);

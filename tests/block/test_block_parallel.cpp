@@ -128,7 +128,7 @@ void check_dequantize(const S& s, const char* label, std::size_t nb, std::uint64
 }
 
 template <class S>
-void check_scheme(const S& s, const char* label) {
+void check_parallel_scheme(const S& s, const char* label) {
   std::uint64_t seed = 0;
   for (std::size_t nb : block_counts) {
     const std::size_t n = nb * s.block_size();
@@ -145,39 +145,39 @@ void check_scheme(const S& s, const char* label) {
 }
 
 template <class E>
-void check_mx(const char* label) {
-  check_scheme(kb::mx_floor<E>{}, label);
-  check_scheme(kb::mx_floor_microxcaling<E>{}, label);
-  check_scheme(kb::mx_rceil_te<E>{}, label);
-  check_scheme(kb::mx_rceil_torchao<E>{}, label);
+void check_parallel_mx(const char* label) {
+  check_parallel_scheme(kb::mx_floor<E>{}, label);
+  check_parallel_scheme(kb::mx_floor_microxcaling<E>{}, label);
+  check_parallel_scheme(kb::mx_rceil_te<E>{}, label);
+  check_parallel_scheme(kb::mx_rceil_torchao<E>{}, label);
 }
 
 }  // namespace
 
 TEST_CASE("parallel NVFP4 quantize/dequantize equal the single-thread path for any thread count",
           "[block][parallel]") {
-  check_scheme(kb::nvfp4_te{}, "nvfp4_te");
+  check_parallel_scheme(kb::nvfp4_te{}, "nvfp4_te");
   kb::nvfp4_te div;
   div.inverse = kb::nvfp4_te::inverse_rule::enc_div_scale;
-  check_scheme(div, "nvfp4_te enc_div_scale");
-  check_scheme(kb::nvfp4_vllm<kvq::instr::ieee>{}, "nvfp4_vllm ieee");
-  check_scheme(kb::nvfp4_vllm<kvq::instr::ieee_fma>{}, "nvfp4_vllm ieee_fma");
-  check_scheme(kb::nvfp4_vllm_4over6<>{}, "nvfp4_vllm_4over6");
-  check_scheme(kb::nvfp4_torchao_two_level{}, "nvfp4_torchao_two_level");
+  check_parallel_scheme(div, "nvfp4_te enc_div_scale");
+  check_parallel_scheme(kb::nvfp4_vllm<kvq::instr::ieee>{}, "nvfp4_vllm ieee");
+  check_parallel_scheme(kb::nvfp4_vllm<kvq::instr::ieee_fma>{}, "nvfp4_vllm ieee_fma");
+  check_parallel_scheme(kb::nvfp4_vllm_4over6<>{}, "nvfp4_vllm_4over6");
+  check_parallel_scheme(kb::nvfp4_torchao_two_level{}, "nvfp4_torchao_two_level");
 }
 
 TEST_CASE("parallel MX quantize/dequantize equal the single-thread path for any thread count", "[block][parallel]") {
-  check_mx<kvq::fmt::e2m1>("mxfp4");
-  check_mx<kvq::fmt::e4m3>("mxfp8 e4m3");
-  check_mx<kvq::fmt::e5m2>("mxfp8 e5m2");
-  check_mx<kvq::fmt::e3m2>("mxfp6 e3m2");
-  check_mx<kvq::fmt::e2m3>("mxfp6 e2m3");
+  check_parallel_mx<kvq::fmt::e2m1>("mxfp4");
+  check_parallel_mx<kvq::fmt::e4m3>("mxfp8 e4m3");
+  check_parallel_mx<kvq::fmt::e5m2>("mxfp8 e5m2");
+  check_parallel_mx<kvq::fmt::e3m2>("mxfp6 e3m2");
+  check_parallel_mx<kvq::fmt::e2m3>("mxfp6 e2m3");
 }
 
 TEST_CASE("parallel quantize of recipes without a fast path, and of bf16 input", "[block][parallel]") {
-  check_scheme(kb::fp8_e4m3_per_tensor{}, "fp8_e4m3_per_tensor");
-  check_scheme(kb::kivi_int4{}, "kivi_int4");
-  check_scheme(kb::kivi_int2{}, "kivi_int2");
+  check_parallel_scheme(kb::fp8_e4m3_per_tensor{}, "fp8_e4m3_per_tensor");
+  check_parallel_scheme(kb::kivi_int4{}, "kivi_int4");
+  check_parallel_scheme(kb::kivi_int2{}, "kivi_int2");
   // bf16 bits: the per-block functor path, tensor amax of bf16 input
   const kb::nvfp4_te s{};
   const std::size_t n = (19 * 64 + 5) * 16;

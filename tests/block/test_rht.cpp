@@ -25,7 +25,7 @@ struct rht_case {
   std::vector<std::uint8_t> codes, scales;
 };
 
-rht_case load(const std::string& name) {
+rht_case load_rht_case(const std::string& name) {
   std::ifstream f(std::string(KVQ_TE_NVFP4_DIR) + "/" + name + ".bin", std::ios::binary);
   REQUIRE(f.good());
   std::vector<char> buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -78,7 +78,7 @@ TEST_CASE("RHT + NVFP4 matches TransformerEngine's reference on bf16 randn", "[b
   // every summation order gives the same fp32 sum (rht.hpp), so the bits must agree.
   for (const char* name : {"rht_randn_64x48", "rht_randn_nosign_32x32"}) {
     INFO(name);
-    const outcome o = replay(load(name));
+    const outcome o = replay(load_rht_case(name));
     CHECK(o.y_diff == 0);
     CHECK(o.amax_same);
     CHECK(o.code_diff == 0);
@@ -90,7 +90,7 @@ TEST_CASE("RHT on inputs spread over 48 binades: measured against the reference"
   // Outside the exact range the reference's CPU matmul sums in its own order. Measured
   // (not a model claim): the count of transformed values that differ, printed; the
   // quantized bits must still agree wherever the transformed values do.
-  const rht_case c = load("rht_wide_64x48");
+  const rht_case c = load_rht_case("rht_wide_64x48");
   const outcome o = replay(c);
   WARN("rht_wide_64x48: " << o.y_diff << " of " << c.y.size() << " transformed bf16 values differ from TE's reference; "
                           << o.code_diff << " code bytes, " << o.scale_diff << " scales differ");

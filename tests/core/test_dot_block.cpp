@@ -36,7 +36,7 @@ auto bits_of(T x) {
   return u;
 }
 
-float edge_value(std::mt19937& gen) {
+float dot_edge_value(std::mt19937& gen) {
   const unsigned k = gen() % 64;
   if (k == 0) return 0.0f;
   if (k == 1) return -0.0f;
@@ -49,8 +49,8 @@ template <class Acc>
 void check_block(std::mt19937& gen, std::size_t n, std::size_t n_vec, std::size_t n_rows) {
   const std::size_t a_stride = n + 1, row_stride = n + 3, out_stride = n_rows + 2;
   std::vector<float> a(n_vec * a_stride + 1), rows(n_rows * row_stride + 1);
-  for (auto& v : a) v = edge_value(gen);
-  for (auto& v : rows) v = edge_value(gen);
+  for (auto& v : a) v = dot_edge_value(gen);
+  for (auto& v : rows) v = dot_edge_value(gen);
   std::vector<Acc> out(n_vec * out_stride + 1, Acc(12345));
   kvq::reduce::tree_dot_block<Acc>(a.data(), a_stride, n_vec, rows.data(), row_stride, n_rows, n, out.data(),
                                    out_stride);
