@@ -18,7 +18,7 @@ namespace cost = kvq::cost;
 using kvq::study::cell;
 using kvq::study::table;
 
-const char kHelp[] =
+const char kCostHelp[] =
     "usage: kvq cost [--gpu G] [--scheme S] [--prefill L1,L2,...] [--model M | --config FILE]\n"
     "                [--design fused|unfused] [--read dequant|fp8-mma|fresh] [--no-causal] [--csv]\n\n"
     "Time to first token of one prefill of L tokens (batch 1) with a 16-bit KV cache and\n"
@@ -102,7 +102,7 @@ int cmd_cost(const std::vector<std::string>& args) {
       return args[++i];
     };
     if (a == "--help" || a == "-h") {
-      std::fputs(kHelp, stdout);
+      std::fputs(kCostHelp, stdout);
       return 0;
     } else if (a == "--gpu") gpu = value();
     else if (a == "--scheme") scheme = value();

@@ -52,7 +52,7 @@ std::string all_format_names() {
   return s;
 }
 
-const char kHelp[] =
+const char kMemoryHelp[] =
     "usage: kvq memory [--model NAME | --layers L --kv-heads H --head-dim D [--mla]]\n"
     "                  [--formats F1,F2,...] [--context N] [--batch B] [--budget-gib G]\n"
     "                  [--page-tokens P] [--kivi-residual R] [--tiered SINKS,WINDOW]\n"
@@ -164,7 +164,7 @@ int cmd_memory(const std::vector<std::string>& args) {
                       "--budget-gib, --page-tokens, --kivi-residual, --tiered, --compaction-ratio, --bias-dtype, --csv, "
                       "--list-formats, --help)");
   if (help) {
-    std::fputs(kHelp, stdout);
+    std::fputs(kMemoryHelp, stdout);
     return 0;
   }
   if (list) {

@@ -96,9 +96,9 @@ float float_of(std::uint32_t u) {
 
 // The value of a hexadecimal digit, -1 for any other character (a table lookup).
 int hex_digit(char ch) {
-  struct table {
+  struct digit_table {
     signed char v[256];
-    table() {
+    digit_table() {
       for (int i = 0; i < 256; ++i) v[i] = -1;
       for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<signed char>(i);
       for (int i = 0; i < 6; ++i) {
@@ -107,7 +107,7 @@ int hex_digit(char ch) {
       }
     }
   };
-  static const table t;
+  static const digit_table t;
   return t.v[static_cast<unsigned char>(ch)];
 }
 
