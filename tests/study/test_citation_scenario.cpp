@@ -5,8 +5,11 @@
 // keys equal the 512-token one's bit for bit (shown below), with context_seed they do not.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <set>
+#include <vector>
 
 #include <kvq/inject/scenario.hpp>
 #include <kvq/study/citation_scenario.hpp>
@@ -48,4 +51,34 @@ TEST_CASE("context_seed gives every context length its own keys") {
   // splitmix64's published first output for state 0 (Vigna's splitmix64.c: the state is
   // advanced by the golden gamma before mixing): 0xE220A8397B1DCDAF.
   CHECK(kvq::study::lab::mix_seed(0) == 0xE220A8397B1DCDAFull);
+}
+
+// lab::span_rank against the definition counted out for every span token: the best
+// (smallest) 1-based position in the order by decreasing weight, lower index first among
+// equal weights. Weights drawn from a few values (many ties), spans of 1 to 6 tokens,
+// some with a NaN weight (rank 1 by the per-token rule: nothing compares above a NaN).
+TEST_CASE("span_rank is the best position over the span, ties and NaN included") {
+  std::uint64_t state = 12345;
+  auto next = [&state]() {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  const double levels[] = {0.0, 0.125, 0.25, 0.25, 0.5, 1.0, -0.0};
+  for (int trial = 0; trial < 400; ++trial) {
+    const std::size_t n = 1 + next() % 40;
+    std::vector<double> p(n);
+    for (double& v : p) v = levels[next() % 7];
+    if (trial % 10 == 0) p[next() % n] = std::nan("");
+    std::vector<std::size_t> span(1 + next() % 6);
+    for (std::size_t& t : span) t = next() % n;
+    std::size_t want = n + 1;
+    for (std::size_t t : span) {
+      std::size_t pos = 1;
+      for (std::size_t i = 0; i < n; ++i)
+        if (p[i] > p[t] || (p[i] == p[t] && i < t)) ++pos;
+      want = std::min(want, pos);
+    }
+    INFO("trial " << trial);
+    CHECK(kvq::study::lab::span_rank(p.data(), n, span) == want);
+  }
 }
