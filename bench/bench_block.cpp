@@ -1,7 +1,7 @@
 // bench/bench_block.cpp — block-scaled quantization and dequantization of a large float
 // array (N(0,1)) against a memcpy of the same array, per input element, in one run:
-// NVFP4 (TransformerEngine and vLLM KV-store recipes), MXFP4 and MXFP8 e4m3 (each with
-// the OCP floor and the cuBLAS/TE round-up scale rule).
+// NVFP4 (TransformerEngine, vLLM and torchao recipes, torchao single and two-level), MXFP4
+// and MXFP8 e4m3 (each with the OCP floor and the cuBLAS/TE round-up scale rule).
 //
 //   kvq_bench_block [--mib=256] [--quick] [Google Benchmark flags]
 //
@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
   std::vector<scaling_row> scaling;
   register_scheme<kvq::block::nvfp4_te>("nvfp4_te", in, out, rows, &scaling);
   register_scheme<kvq::block::nvfp4_vllm<>>("nvfp4_vllm", in, out, rows);
+  register_scheme<kvq::block::nvfp4_torchao>("nvfp4_torchao", in, out, rows);
+  register_scheme<kvq::block::nvfp4_torchao_two_level>("nvfp4_torchao_two_level", in, out, rows);
   register_scheme<kvq::block::mxfp4_floor>("mxfp4_floor", in, out, rows, &scaling);
   register_scheme<kvq::block::mxfp4_rceil>("mxfp4_rceil", in, out, rows);
   register_scheme<kvq::block::mxfp8_e4m3_floor>("mxfp8_e4m3_floor", in, out, rows);
