@@ -79,7 +79,7 @@ cpu_s() {
 }
 echo
 echo "== 1. studies, one thread, CPU seconds"
-printf '%-34s %10s %10s %8s  %s\n' grid old new old/new CSVs
+printf '%-52s %8s %8s %8s  %s\n' grid old new old/new CSVs
 if (( QUICK )); then
   grids=("citations_q64|citations --quick" "outliers|outliers --quick")
 else
@@ -99,14 +99,14 @@ for g in "${grids[@]}"; do
   else
     old=- ratio=- same=-
   fi
-  printf '%-34s %10s %10s %8s  %s\n' "${g#*|}" "$old" "$new" "$ratio" "$same"
+  printf '%-52s %8s %8s %8s  %s\n' "${g#*|}" "$old" "$new" "$ratio" "$same"
   summary+=("$(printf 'study %-28s old/new %s (CSVs %s)' "$name" "$ratio" "$same")")
 done
 
 # ---- 2. block quantization ----------------------------------------------------------
 echo
 echo "== 2. block quantization against memcpy (kvq_bench_block)"
-block_args=(--benchmark_repetitions=3 --benchmark_report_aggregates_only=true)
+block_args=(--mib=64 --benchmark_repetitions=3)
 (( QUICK )) && block_args=(--quick)
 "${pin[@]}" "$BENCH/kvq_bench_block" "${block_args[@]}" | tee "$WORK/block.txt" | sed -n '/^Summary/,/^x memcpy/p'
 # The quantize rows of the summary table: label ... ns/value values/s x-memcpy CUDA/kvq.
