@@ -100,7 +100,7 @@ for g in "${grids[@]}"; do
     old=- ratio=- same=-
   fi
   printf '%-52s %8s %8s %8s  %s\n' "${g#*|}" "$old" "$new" "$ratio" "$same"
-  summary+=("$(printf 'study %-28s old/new %s (CSVs %s)' "$name" "$ratio" "$same")")
+  summary+=("$(printf 'study %-16s %8s CPU-s, old/new %s (CSVs %s)' "$name" "$new" "$ratio" "$same")")
 done
 
 # ---- 2. block quantization ----------------------------------------------------------

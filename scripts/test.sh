@@ -371,6 +371,8 @@ stage_bench_smoke() {
   fi
   # The study-grid benchmark on two --quick grids (it also checks 1- vs 2-thread CSVs).
   bash "$ROOT/bench/bench_studies.sh" --kvq "$B/ci-release/kvq" --quick citations outliers
+  # The one-run speed report on tiny sizes, without an older build or Python.
+  bash "$ROOT/bench/bench_speed.sh" --kvq "$B/ci-release/kvq" --bench "$B/ci-release/bench" --python none --quick
 }
 
 stage_notebooks() {
