@@ -14,16 +14,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <iostream>
-#include <ctime>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
-#include <unistd.h>
+#include <iostream>
 #include <string>
+#include <unistd.h>
 #include <vector>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace {
 
@@ -228,4 +230,22 @@ int finish_output(int rc) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return finish_output(run_command(argc, argv)); }
+// The studies allocate and free arrays of up to hundreds of MB per cell (the keys of one
+// 128k-token head are 64 MB, and each scheme's store holds its own). By default glibc
+// hands such blocks back to the kernel on free (mmap above a threshold of at most 32 MB,
+// the heap's top trimmed above 128 KiB), and the next cell faults every page in again,
+// zero-filled: a fifth of the outliers study's CPU time, most of it in the kernel. The
+// command keeps freed memory for its own reuse instead (blocks below 1 GiB come from the
+// heap and up to 1 GiB of free heap stays mapped). Nothing computed changes; the peak
+// resident size grows a little (outliers default grid: 513 to 546 MB).
+static void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
+int main(int argc, char** argv) {
+  keep_freed_memory();
+  return finish_output(run_command(argc, argv));
+}
