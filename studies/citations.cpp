@@ -40,6 +40,7 @@
 #include <kvq/study/stats.hpp>
 
 #include <kvq/core/math.hpp>
+#include <kvq/core/parallel.hpp>
 #include <kvq/core/reduce.hpp>
 #include <kvq/attention/weights_batch.hpp>
 #include <kvq/inject/scenario.hpp>
@@ -188,6 +189,12 @@ study_def definition() {
     std::vector<std::vector<counts>> res(ntask, std::vector<counts>(NS));
     std::vector<double> cost(ntask);
     for (std::size_t i = 0; i < ntask; ++i) cost[i] = double(ctxs[i / seeds]);
+    // Threads beyond one per (context, seed) task work inside each task: on the
+    // scenario's generation (its values do not depend on the count) and on the passes,
+    // each worker taking every inner-th pass with its own buffers (a pass writes only its
+    // own ranks). A one-cell grid thus uses every thread; the counts are the same bits.
+    const unsigned all_threads = ctx.threads ? ctx.threads : default_threads();
+    const unsigned inner = ntask >= all_threads ? 1u : static_cast<unsigned>(all_threads / ntask);
     // The (context, seed) tasks are independent: the phase a --shard run splits.
     run_sharded_tasks(ctx, ntask, cost, [&](std::size_t ti) {
       const std::size_t n = static_cast<std::size_t>(ctxs[ti / seeds]);
@@ -198,6 +205,7 @@ study_def definition() {
       kvq::inject::scenario_config sc =
           lab::citation_scenario(n, nq, hd, seed, outl, sink_delta, span, mlo, mhi, /*stream=*/0);
       sc.shape.values = false;  // only the keys enter the weights (V has its own stream)
+      sc.shape.threads = inner;
       const kvq::inject::scenario built = kvq::inject::build_scenario(sc);
       const matrix_f& K = built.data.k[0];
       const matrix_f& Q = built.data.q[0];
@@ -219,17 +227,28 @@ study_def definition() {
         }
       }
       const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
-      matrix_f Kh(K.rows(), K.cols());
-      for (std::size_t pi = 0; pi < NP; ++pi) {
-        const scheme_spec& sch = scheme_named(passes[pi]);
-        sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
-        for (std::size_t q0 = 0; q0 < nq; q0 += B) {
-          const std::size_t b = std::min(B, nq - q0);
-          lab::weights_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, s.data(), p.data());
-          for (std::size_t q = q0; q < q0 + b; ++q)
-            emu_rank[pi][q] = lab::span_rank(p.data() + (q - q0) * n, n, spans[q]);
+      const unsigned workers = static_cast<unsigned>(std::min<std::size_t>(inner, NP));
+      kvq::detail::parallel_tasks("kvq::study::citations", workers, workers, [&](std::size_t w) {
+        matrix_f Kh(K.rows(), K.cols());
+        std::vector<double> pw;
+        std::vector<float> sw;
+        if (w > 0) {  // worker 0 reuses the reference pass's buffers
+          pw.resize(B * n);
+          sw.resize(B * n);
         }
-      }
+        double* pb = w > 0 ? pw.data() : p.data();
+        float* sb = w > 0 ? sw.data() : s.data();
+        for (std::size_t pi = w; pi < NP; pi += workers) {
+          const scheme_spec& sch = scheme_named(passes[pi]);
+          sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
+          for (std::size_t q0 = 0; q0 < nq; q0 += B) {
+            const std::size_t b = std::min(B, nq - q0);
+            lab::weights_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, sb, pb);
+            for (std::size_t q = q0; q < q0 + b; ++q)
+              emu_rank[pi][q] = lab::span_rank(pb + (q - q0) * n, n, spans[q]);
+          }
+        }
+      });
       for (std::size_t si = 0; si < NS; ++si) {
         counts& c = res[ti][si];
         for (std::size_t q = 0; q < nq; ++q) {
