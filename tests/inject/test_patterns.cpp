@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
 #include <vector>
 
 #include <kvq/inject.hpp>
@@ -238,4 +241,32 @@ TEST_CASE("scenario builder composes everything, deterministically", "[inject][q
   c.massive->values = false;
   c.sinks->value_scale = 0.5;
   CHECK_THROWS_WITH(build_scenario(c), Catch::Contains("V was not drawn (qkv_config::values)"));
+}
+
+TEST_CASE("lower median of |x|: the element std::nth_element selects", "[inject][quick]") {
+  // Sizes odd and even, many ties, +0 and -0, subnormals, infinities and the largest
+  // floats: the selection by bits must give the rank-(n-1)/2 magnitude.
+  std::mt19937_64 g(99);
+  const float specials[] = {0.0f, -0.0f, 1e-45f, -1e-40f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                            -1.0f, 1.0f, 65536.0f, 1.0000001f};
+  for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 16u, 17u, 100u, 1000u, 65537u, 300000u}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<float> x(n);
+      std::normal_distribution<float> nd(0.0f, kind == 3 ? 1e-38f : 1.0f);
+      for (auto& v : x) {
+        v = nd(g);
+        if (kind == 1) v = std::round(v * 4.0f) / 4.0f;  // heavy ties, +0 and -0
+        if (kind == 2 && g() % 3 == 0) v = specials[g() % (sizeof specials / sizeof specials[0])];
+      }
+      std::vector<float> a(n);
+      for (std::size_t i = 0; i < n; ++i) a[i] = std::fabs(x[i]);
+      const std::size_t k = (n - 1) / 2;
+      std::nth_element(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(k), a.end());
+      INFO("n = " << n << ", kind " << kind);
+      const float got = kvq::inject::detail::lower_median_abs(x.data(), n);
+      CHECK(kvq::bit_cast<std::uint32_t>(got) == kvq::bit_cast<std::uint32_t>(a[k]));
+    }
+  }
+  CHECK(kvq::inject::detail::lower_median_abs(nullptr, 0) == 0.0f);
 }

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include <kvq/core/bits.hpp>
 #include <kvq/core/math.hpp>
 #include <kvq/core/dot_block.hpp>
 #include <kvq/core/reduce.hpp>
@@ -67,13 +68,30 @@ inline void normalize(std::vector<double>& v, const char* where) {
 }
 
 /// Lower median of |x| over all elements (the element of rank floor((N-1)/2)).
+// The lower median of |x| over x[0..n): the element of rank (n - 1) / 2 of the sorted
+// magnitudes (a value, so any exact selection gives it). Selected by the bits: a float's
+// magnitude bits (sign cleared) order like its magnitude, so two counting passes over the
+// high and the low 16 bits find the rank without copying or sorting (a NaN counts as
+// larger than every number). 0 for n = 0.
+inline float lower_median_abs(const float* x, std::size_t n) {
+  if (n == 0) return 0.0f;
+  std::size_t rank = (n - 1) / 2;
+  std::vector<std::size_t> count(std::size_t{1} << 16);
+  for (std::size_t i = 0; i < n; ++i) ++count[(kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu) >> 16];
+  std::uint32_t hi = 0;
+  while (rank >= count[hi]) rank -= count[hi++];
+  std::fill(count.begin(), count.end(), std::size_t{0});
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t b = kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu;
+    if ((b >> 16) == hi) ++count[b & 0xFFFFu];
+  }
+  std::uint32_t lo = 0;
+  while (rank >= count[lo]) rank -= count[lo++];
+  return kvq::bit_cast<float>((hi << 16) | lo);
+}
+
 inline double median_abs(const matrix_f& m) {
-  std::vector<float> a(static_cast<std::size_t>(m.size()));
-  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::fabs(m.data()[i]);
-  if (a.empty()) return 0.0;
-  const std::size_t k = (a.size() - 1) / 2;
-  std::nth_element(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(k), a.end());
-  return static_cast<double>(a[k]);
+  return static_cast<double>(lower_median_abs(m.data(), static_cast<std::size_t>(m.size())));
 }
 
 inline void check_queries(const std::vector<matrix_f*>& qs, const matrix_f& K, const char* where) {
