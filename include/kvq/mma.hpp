@@ -11,6 +11,7 @@
 #include <kvq/mma/mfma.hpp>
 #include <kvq/mma/params.hpp>
 #include <kvq/mma/presets.hpp>
+#include <kvq/mma/text.hpp>
 
 /// \namespace kvq::mma
 /// Models of the tensor-core inner product: the block FMA of an MMA instruction with its

@@ -1,4 +1,4 @@
-// Replay driver of the fuzz targets fuzz_safetensors, fuzz_npz and fuzz_npy_file in
+// Replay driver of the fuzz targets fuzz_safetensors, fuzz_npz, fuzz_npy_file and fuzz_mma_text in
 // every build (no libFuzzer needed): runs the target's entry point over each seed file
 // and the target's built-in hostile seeds, and over deterministic mutations of each:
 // every truncation within the first 1024 bytes and 256 evenly spaced ones beyond,

@@ -23,24 +23,6 @@ namespace {
 
 using namespace kvq::mma;
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  for (;;) {
-    const std::size_t j = s.find(sep, i);
-    out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
-    if (j == std::string::npos) return out;
-    i = j + 1;
-  }
-}
-
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> out;
-  for (const auto& w : split(s, ' '))
-    if (!w.empty()) out.push_back(w);
-  return out;
-}
-
 const char* const kFiles[] = {
     "tcgen05_mxf8f6f4_ue8m0_b32",   "tcgen05_mxf4nvf4_ue8m0_b32",   "tcgen05_mxf4nvf4_ue8m0_b16",
     "tcgen05_mxf4nvf4_ue4m3_b16",   "mma_sm120_mxf8f6f4_ue8m0_b32", "mma_sm120_mxf4nvf4_ue8m0_b32",
@@ -56,23 +38,12 @@ TEST_CASE("every MMA-Sim block-scaled vector reproduces bit for bit", "[mma][blo
     int mismatches = 0;
     std::string first;
     for (std::size_t i = 0; i < lines.size(); ++i) {
-      const auto f = split(lines[i], '|');
-      REQUIRE(f.size() == 7);
-      const auto head = words(f[0]);
-      REQUIRE(head.size() == 5);
-      const block_scale_params p =
-          get_block_scale_preset(parse_block_scale_kind(head[0]), parse_scale_format(head[1]), std::stoi(head[2]));
-      const element_format fa = parse_element_format(head[3]), fb = parse_element_format(head[4]);
-      const auto a = kvq_test::parse_hex_words(f[1]);
-      const auto b = kvq_test::parse_hex_words(f[2]);
-      const auto sa = kvq_test::parse_hex_words(f[3]);
-      const auto sb = kvq_test::parse_hex_words(f[4]);
-      const auto c = kvq_test::parse_hex_words(f[5]);
-      const auto d = words(f[6]);
-      REQUIRE(c.size() == 1);
-      REQUIRE(d.size() == 1);
-      const std::uint32_t want = static_cast<std::uint32_t>(std::stoul(d[0], nullptr, 16));
-      const std::uint32_t got = kvq_test::float_to_word(block_scale_dot(p, fa, fb, a, b, sa, sb, c[0]));
+      const vector_case v = parse_case(lines[i]);  // kvq/mma/text.hpp
+      REQUIRE(!v.mfma);
+      REQUIRE(v.has_d);
+      const std::uint32_t want = kvq_test::float_to_word(v.d);
+      const std::uint32_t got =
+          kvq_test::float_to_word(block_scale_dot(v.params, v.a_format, v.b_format, v.a, v.b, v.sa, v.sb, v.c));
       if (got != want && ++mismatches <= 3) {
         char buf[96];
         std::snprintf(buf, sizeof buf, " line %zu: got %08x want %08x;", i + 1, got, want);

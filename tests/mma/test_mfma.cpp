@@ -20,24 +20,6 @@ namespace {
 
 using namespace kvq::mma;
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  for (;;) {
-    const std::size_t j = s.find(sep, i);
-    out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
-    if (j == std::string::npos) return out;
-    i = j + 1;
-  }
-}
-
-std::vector<std::string> words(const std::string& s) {
-  std::vector<std::string> out;
-  for (const auto& w : split(s, ' '))
-    if (!w.empty()) out.push_back(w);
-  return out;
-}
-
 const char* const kFiles[] = {"mfma_cdna3_fp8",  "mfma_cdna3_bf16",    "mfma_cdna3_bf16_k4", "mfma_cdna3_fp16",
                               "mfma_cdna3_fp16_k4", "mfma_cdna3_xf32", "mfma_cdna3_fp32"};
 
@@ -51,33 +33,25 @@ float p2(int e) { return std::ldexp(1.0f, e); }
 }  // namespace
 
 TEST_CASE("every MMA-Sim CDNA3 MFMA vector reproduces bit for bit", "[mma][mfma]") {
-  for (const char* name : kFiles) {
-    const auto lines = kvq_test::read_gz_lines(std::string(KVQ_MMASIM_VECTORS) + "/" + name + ".txt.gz");
+  for (const char* name_of_file : kFiles) {
+    const auto lines = kvq_test::read_gz_lines(std::string(KVQ_MMASIM_VECTORS) + "/" + name_of_file + ".txt.gz");
     REQUIRE(lines.size() >= 200);
     int mismatches = 0;
     std::string first;
     for (std::size_t i = 0; i < lines.size(); ++i) {
-      const auto f = split(lines[i], '|');
-      REQUIRE(f.size() == 5);
-      const auto head = words(f[0]);
-      REQUIRE(head.size() == 3);
-      REQUIRE(std::string("mfma_") + head[0] == name);
-      const auto a = kvq_test::parse_hex_words(f[1]);
-      const auto b = kvq_test::parse_hex_words(f[2]);
-      const auto c = kvq_test::parse_hex_words(f[3]);
-      const auto d = words(f[4]);
-      REQUIRE(c.size() == 1);
-      REQUIRE(d.size() == 1);
-      const std::uint32_t want = static_cast<std::uint32_t>(std::stoul(d[0], nullptr, 16));
-      const std::uint32_t got =
-          word(parse_mfma_preset(head[0]), parse_mfma_input(head[1]), parse_mfma_input(head[2]), a, b, c[0]);
+      const vector_case v = parse_case(lines[i]);  // kvq/mma/text.hpp
+      REQUIRE(v.mfma);
+      REQUIRE(v.has_d);
+      REQUIRE(std::string("mfma_") + name(v.preset) == name_of_file);
+      const std::uint32_t want = kvq_test::float_to_word(v.d);
+      const std::uint32_t got = word(v.preset, v.a_input, v.b_input, v.a, v.b, v.c);
       if (got != want && ++mismatches <= 3) {
         char buf[96];
         std::snprintf(buf, sizeof buf, " line %zu: got %08x want %08x;", i + 1, got, want);
         first += buf;
       }
     }
-    INFO(name << ":" << first);
+    INFO(name_of_file << ":" << first);
     CHECK(mismatches == 0);
   }
 }

@@ -1,6 +1,9 @@
 // Reading the recorded tensor-core vectors (tests/data/tensor-core-vectors/): gzip text,
-// a/b lines of 8-hex-digit fp32 words, c/d lines of one 32-character binary fp32 word.
+// a/b lines of 8-hex-digit fp32 words, c/d lines of one 32-character binary fp32 word
+// (parsed by kvq/mma/text.hpp).
 #pragma once
+
+#include <kvq/mma/text.hpp>
 
 #include <zlib.h>
 
@@ -43,26 +46,12 @@ inline std::uint32_t float_to_word(float x) {
   return u;
 }
 
-inline std::vector<float> parse_hex_words(const std::string& line) {
-  std::vector<float> v;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && line[i] == ' ') ++i;
-    if (i >= line.size()) break;
-    std::size_t j = i;
-    while (j < line.size() && line[j] != ' ') ++j;
-    v.push_back(word_to_float(static_cast<std::uint32_t>(std::stoul(line.substr(i, j - i), nullptr, 16))));
-    i = j;
-  }
-  return v;
-}
+// The library's parsers of these layouts (kvq/mma/text.hpp), strict: a malformed line
+// of a record fails the test that reads it.
+inline std::vector<float> parse_hex_words(const std::string& line) { return kvq::mma::parse_hex_words(line); }
 
 inline std::uint32_t parse_binary_word(const std::string& line) {
-  std::uint32_t u = 0;
-  for (char ch : line) {
-    if (ch == '0' || ch == '1') u = (u << 1) | static_cast<std::uint32_t>(ch - '0');
-  }
-  return u;
+  return float_to_word(kvq::mma::parse_binary_word(line));
 }
 
 }  // namespace kvq_test

@@ -13,6 +13,7 @@
 #include <kvq/core/input_file.hpp>
 #include <kvq/mma.hpp>
 #include <kvq/mma/batch.hpp>
+#include <kvq/mma/text.hpp>
 
 #include <CLI/CLI.hpp>
 #include <zlib.h>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -88,91 +90,10 @@ text_lines read_lines(const std::string& path, bool gz) {
   return t;
 }
 
-float float_of(std::uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
-
-// The value of a hexadecimal digit, -1 for any other character (a table lookup).
-int hex_digit(char ch) {
-  struct digit_table {
-    signed char v[256];
-    digit_table() {
-      for (int i = 0; i < 256; ++i) v[i] = -1;
-      for (int i = 0; i < 10; ++i) v['0' + i] = static_cast<signed char>(i);
-      for (int i = 0; i < 6; ++i) {
-        v['a' + i] = static_cast<signed char>(10 + i);
-        v['A' + i] = static_cast<signed char>(10 + i);
-      }
-    }
-  };
-  static const digit_table t;
-  return t.v[static_cast<unsigned char>(ch)];
-}
-
-// The 8-hex-digit words of line[0..n) appended to v; `where` names the line in errors
-// (called only then).
+// The error of a line's parser, prefixed with the line's name.
 template <class Where>
-void parse_hex_line(const char* line, std::size_t n, std::vector<float>& v, const Where& where) {
-  std::size_t i = 0;
-  while (i < n) {
-    while (i < n && (line[i] == ' ' || line[i] == '\t')) ++i;
-    if (i >= n) break;
-    std::size_t j = i;
-    std::uint32_t u = 0;
-    while (j < n && line[j] != ' ' && line[j] != '\t') {
-      const int d = hex_digit(line[j]);
-      if (d < 0)
-        throw bad_input(where() + ": '" + std::string(line + i, j - i + 1) + "' is not an 8-hex-digit fp32 word");
-      u = (u << 4) | static_cast<std::uint32_t>(d);
-      ++j;
-    }
-    if (j - i != 8)
-      throw bad_input(where() + ": '" + std::string(line + i, j - i) + "' is not an 8-hex-digit fp32 word");
-    v.push_back(float_of(u));
-    i = j;
-  }
-}
-
-// The words of a whole field (the --cases files: few lines, an allocation each is fine).
-std::vector<float> parse_hex_line(const std::string& field, const std::string& where) {
-  std::vector<float> v;
-  parse_hex_line(field.data(), field.size(), v, [&] { return where; });
-  return v;
-}
-
-template <class Where>
-float parse_binary_line(const char* line, std::size_t n, const Where& where) {
-  std::uint32_t u = 0;
-  int count = 0;
-  bool binary = true;
-  for (std::size_t i = 0; i < n; ++i) {
-    const char ch = line[i];
-    if (ch == ' ' || ch == '\t') continue;
-    ++count;
-    if (ch != '0' && ch != '1') binary = false;
-    u = (u << 1) | static_cast<std::uint32_t>(ch == '1' ? 1 : 0);
-  }
-  if (count != 32) throw bad_input(where() + ": expected one 32-character binary fp32 word");
-  if (!binary) {
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i)
-      if (line[i] != ' ' && line[i] != '\t') s += line[i];
-    throw bad_input(where() + ": '" + s + "' is not a binary word");
-  }
-  return float_of(u);
-}
-
-std::vector<std::string> split_fields(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  for (;;) {
-    const std::size_t j = s.find(sep, i);
-    out.push_back(s.substr(i, j == std::string::npos ? std::string::npos : j - i));
-    if (j == std::string::npos) return out;
-    i = j + 1;
-  }
+[[noreturn]] void rethrow_at(const Where& where, const std::invalid_argument& e) {
+  throw bad_input(where() + ": " + e.what());
 }
 
 std::string hex_word(float d) {
@@ -181,6 +102,24 @@ std::string hex_word(float d) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", u);
   return buf;
+}
+
+// Line i of t through kvq/mma/text.hpp's parsers, errors named by where().
+template <class Where>
+void hex_words(const text_lines& t, std::size_t i, std::vector<float>& out, const Where& where) {
+  try {
+    kvq::mma::parse_hex_words(std::string_view(t.data(i), t.length(i)), out);
+  } catch (const std::invalid_argument& e) {
+    rethrow_at(where, e);
+  }
+}
+template <class Where>
+float binary_word(const text_lines& t, std::size_t i, const Where& where) {
+  try {
+    return kvq::mma::parse_binary_word(std::string_view(t.data(i), t.length(i)));
+  } catch (const std::invalid_argument& e) {
+    rethrow_at(where, e);
+  }
 }
 
 // kvq mma --cases FILE [--check]: block-scaled and AMD MFMA inner products (tests/data/mma-sim
@@ -193,58 +132,21 @@ int run_cases(const std::string& path, bool gz, bool check, const std::string& c
   for (std::size_t i = 0; i < lines.size(); ++i) {
     const std::string where = path + " line " + std::to_string(i + 1);
     if (lines.length(i) == 0 || lines.data(i)[0] == '#') continue;
-    const auto f = split_fields(lines.str(i), '|');
-    std::vector<std::string> head;
-    for (const auto& w : split_fields(f[0], ' '))
-      if (!w.empty()) head.push_back(w);
     float d;
-    std::vector<float> dv;
-    if (head.size() == 3) {
-      // AMD MFMA case: PRESET AFMT BFMT | a | b | c [| d]
-      if (f.size() != 4 && f.size() != 5) throw bad_input(where + ": expected 'PRESET AFMT BFMT | a | b | c [| d]'");
-      if (c_mode != "aligned") throw bad_input(where + ": --c-mode applies to block-scaled cases only");
-      try {
-        const kvq::mma::mfma_preset p = kvq::mma::parse_mfma_preset(head[0]);
-        const auto c = parse_hex_line(f[3], where + " c");
-        if (c.size() != 1) throw bad_input(where + ": expected one c word");
-        if (f.size() == 5) {
-          dv = parse_hex_line(f[4], where + " d");
-          if (dv.size() != 1) throw bad_input(where + ": expected one d word");
-        }
-        d = kvq::mma::mfma_dot(p, kvq::mma::parse_mfma_input(head[1]), kvq::mma::parse_mfma_input(head[2]),
-                               parse_hex_line(f[1], where + " a"), parse_hex_line(f[2], where + " b"), c[0]);
-      } catch (const std::invalid_argument& e) {
-        throw bad_input(where + ": " + e.what());
-      }
-    } else {
-    if (f.size() != 6 && f.size() != 7)
-      throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT | a | b | sa | sb | c [| d]' or "
-                      "'PRESET AFMT BFMT | a | b | c [| d]'");
-    if (head.size() != 5) throw bad_input(where + ": expected 'KIND SCALE BLOCK AFMT BFMT' before the first '|'");
-    if (head[2] != "16" && head[2] != "32") throw bad_input(where + ": block '" + head[2] + "' is not 16 or 32");
+    kvq::mma::vector_case v;
     try {
-      kvq::mma::block_scale_params p = kvq::mma::get_block_scale_preset(
-          kvq::mma::parse_block_scale_kind(head[0]), kvq::mma::parse_scale_format(head[1]), std::stoi(head[2]));
-      if (c_mode == "separate") p.c_mode = kvq::mma::c_entry::separate;
-      const auto c = parse_hex_line(f[5], where + " c");
-      if (c.size() != 1) throw bad_input(where + ": expected one c word");
-      if (f.size() == 7) {
-        dv = parse_hex_line(f[6], where + " d");
-        if (dv.size() != 1) throw bad_input(where + ": expected one d word");
-      }
-      d = kvq::mma::block_scale_dot(p, kvq::mma::parse_element_format(head[3]),
-                                    kvq::mma::parse_element_format(head[4]), parse_hex_line(f[1], where + " a"),
-                                    parse_hex_line(f[2], where + " b"), parse_hex_line(f[3], where + " sa"),
-                                    parse_hex_line(f[4], where + " sb"), c[0]);
+      v = kvq::mma::parse_case(std::string_view(lines.data(i), lines.length(i)));
+      if (v.mfma && c_mode != "aligned") throw bad_input(where + ": --c-mode applies to block-scaled cases only");
+      if (c_mode == "separate") v.params.c_mode = kvq::mma::c_entry::separate;
+      d = kvq::mma::evaluate(v);
     } catch (const std::invalid_argument& e) {
       throw bad_input(where + ": " + e.what());
     }
-    }
     ++n;
     if (check) {
-      if (dv.empty()) throw bad_input(where + ": --check needs a d field");
-      if (hex_word(d) != hex_word(dv[0]) && ++differ <= 3)
-        first += " line " + std::to_string(i + 1) + ": got " + hex_word(d) + " want " + hex_word(dv[0]) + ";";
+      if (!v.has_d) throw bad_input(where + ": --check needs a d field");
+      if (hex_word(d) != hex_word(v.d) && ++differ <= 3)
+        first += " line " + std::to_string(i + 1) + ": got " + hex_word(d) + " want " + hex_word(v.d) + ";";
     } else {
       result += hex_word(d);
       result += '\n';
@@ -331,7 +233,7 @@ int cmd_mma(const std::vector<std::string>& args) {
     bool nonzero_c = false;
     if (a == kvq::mma::arch::sm_90 && (in == kvq::mma::input_format::e4m3 || in == kvq::mma::input_format::e5m2))
       for (std::size_t i = 0; i < C.size() && !nonzero_c; ++i)
-        nonzero_c = parse_binary_line(C.data(i), C.length(i), line_name(c_path, i)) != 0.0f;
+        nonzero_c = binary_word(C, i, line_name(c_path, i)) != 0.0f;
     if (nonzero_c)
       std::fputs("kvq mma: note: sm_90 fp8 with c != 0 follows the model, not a hardware record (the recorded H100 "
                  "fp8 run used c = 0, so its c_ file is not the c of its d_ file: replay it without --c)\n",
@@ -346,9 +248,9 @@ int cmd_mma(const std::vector<std::string>& args) {
     cv.reserve(A.size());
     for (std::size_t i = 0; i < A.size(); ++i) {
       const std::size_t a0 = av.size(), b0 = bv.size();
-      parse_hex_line(A.data(i), A.length(i), av, line_name(a_path, i));
-      parse_hex_line(B.data(i), B.length(i), bv, line_name(b_path, i));
-      float c = C.size() == 0 ? 0.0f : parse_binary_line(C.data(i), C.length(i), line_name(c_path, i));
+      hex_words(A, i, av, line_name(a_path, i));
+      hex_words(B, i, bv, line_name(b_path, i));
+      float c = C.size() == 0 ? 0.0f : binary_word(C, i, line_name(c_path, i));
       c = kvq::mma::to_output(out, c);
       const std::size_t na = av.size() - a0, nb = bv.size() - b0;
       if (na != nb || !kvq::mma::detail::all_representable(av.data() + a0, na, in) ||
