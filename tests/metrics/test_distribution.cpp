@@ -18,7 +18,7 @@ using namespace kvq::metrics;
 
 namespace {
 const double inf_d = std::numeric_limits<double>::infinity();
-const double nan_d = std::numeric_limits<double>::quiet_NaN();
+const double quiet_nan_d = std::numeric_limits<double>::quiet_NaN();
 
 std::int64_t ordered(double x) {
   std::int64_t i;
@@ -56,7 +56,7 @@ TEST_CASE("the metrics' log (kvq::math::log): within 1 ulp, special values", "[m
   CHECK(log_d(0.0) == -inf_d);
   CHECK(std::isnan(log_d(-1.0)));
   CHECK(log_d(inf_d) == inf_d);
-  CHECK(std::isnan(log_d(nan_d)));
+  CHECK(std::isnan(log_d(quiet_nan_d)));
 }
 
 TEST_CASE("KL, JS, TV: hand-derived cases", "[metrics][distribution]") {
@@ -147,9 +147,9 @@ TEST_CASE("distribution metrics: underflow fraction and bad input", "[metrics][d
   CHECK(u.fraction == Approx(1.0 / 3.0).epsilon(1e-15));
   CHECK(underflow(std::vector<double>{0, 0}, std::vector<double>{0, 0}).fraction == 0.0);
   // NaN or negative entries: NaN, not a number averaged in later
-  CHECK(std::isnan(kl_divergence(std::vector<double>{0.5, nan_d}, std::vector<double>{0.5, 0.5}).value));
+  CHECK(std::isnan(kl_divergence(std::vector<double>{0.5, quiet_nan_d}, std::vector<double>{0.5, 0.5}).value));
   CHECK(std::isnan(js_divergence(std::vector<double>{0.5, 0.5}, std::vector<double>{-0.5, 1.5})));
-  CHECK(std::isnan(total_variation(std::vector<double>{0.5, 0.5}, std::vector<double>{nan_d, 0.5})));
+  CHECK(std::isnan(total_variation(std::vector<double>{0.5, 0.5}, std::vector<double>{quiet_nan_d, 0.5})));
   CHECK_THROWS_AS(kl_divergence(std::vector<double>{1}, std::vector<double>{0.5, 0.5}), std::invalid_argument);
   // tiny masses: m = (a + b)/2 must not underflow to 0
   const double tiny = std::numeric_limits<double>::denorm_min();

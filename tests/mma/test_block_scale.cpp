@@ -23,7 +23,7 @@ namespace {
 
 using namespace kvq::mma;
 
-const char* const kFiles[] = {
+const char* const kMmaSimBlockScaleFiles[] = {
     "tcgen05_mxf8f6f4_ue8m0_b32",   "tcgen05_mxf4nvf4_ue8m0_b32",   "tcgen05_mxf4nvf4_ue8m0_b16",
     "tcgen05_mxf4nvf4_ue4m3_b16",   "mma_sm120_mxf8f6f4_ue8m0_b32", "mma_sm120_mxf4nvf4_ue8m0_b32",
     "mma_sm120_mxf4nvf4_ue4m3_b16",
@@ -32,7 +32,7 @@ const char* const kFiles[] = {
 }  // namespace
 
 TEST_CASE("every MMA-Sim block-scaled vector reproduces bit for bit", "[mma][block_scale]") {
-  for (const char* name : kFiles) {
+  for (const char* name : kMmaSimBlockScaleFiles) {
     const auto lines = kvq_test::read_gz_lines(std::string(KVQ_MMASIM_VECTORS) + "/" + name + ".txt.gz");
     REQUIRE(lines.size() >= 100);
     int mismatches = 0;

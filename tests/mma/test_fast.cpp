@@ -26,55 +26,7 @@ namespace {
 
 using namespace kvq::mma;
 
-std::uint32_t bits(float x) { return kvq_test::float_to_word(x); }
-
-// fp32 value -> nearest-even fp16 value (finite inputs well inside the fp16 range); the
-// recording harness's conversion of c (as in test_replay.cpp).
-float fp16_rne(float c) {
-  if (c == 0.0f) return c;
-  const double x = c;
-  int e = std::ilogb(x);
-  if (e < -14) e = -14;
-  const double q = std::ldexp(1.0, e - 10);
-  std::fesetround(FE_TONEAREST);
-  return static_cast<float>(std::nearbyint(x / q) * q);
-}
-
-struct recorded_file {
-  const char* gpu;
-  const char* format;
-  const char* out;
-  arch a;
-  input_format in;
-  output_format o;
-  bool c_is_zero;
-};
-
-const recorded_file kFiles[] = {
-    {"A100", "bf16", "fp32", arch::sm_80, input_format::bf16, output_format::fp32, false},
-    {"A100", "fp16", "fp32", arch::sm_80, input_format::fp16, output_format::fp32, false},
-    {"A100", "fp16", "fp16", arch::sm_80, input_format::fp16, output_format::fp16, false},
-    {"L40S", "bf16", "fp32", arch::sm_89, input_format::bf16, output_format::fp32, false},
-    {"L40S", "fp16", "fp32", arch::sm_89, input_format::fp16, output_format::fp32, false},
-    {"L40S", "fp16", "fp16", arch::sm_89, input_format::fp16, output_format::fp16, false},
-    {"L40S", "E4M3", "fp32", arch::sm_89, input_format::e4m3, output_format::fp32, false},
-    {"L40S", "E5M2", "fp32", arch::sm_89, input_format::e5m2, output_format::fp32, false},
-    {"H100", "bf16", "fp32", arch::sm_90, input_format::bf16, output_format::fp32, false},
-    {"H100", "fp16", "fp32", arch::sm_90, input_format::fp16, output_format::fp32, false},
-    {"H100", "fp16", "fp16", arch::sm_90, input_format::fp16, output_format::fp16, false},
-    {"H100", "E4M3", "fp32", arch::sm_90, input_format::e4m3, output_format::fp32, true},
-    {"H100", "E5M2", "fp32", arch::sm_90, input_format::e5m2, output_format::fp32, true},
-    {"B200", "bf16", "fp32", arch::sm_100, input_format::bf16, output_format::fp32, false},
-    {"B200", "fp16", "fp32", arch::sm_100, input_format::fp16, output_format::fp32, false},
-    {"B200", "fp16", "fp16", arch::sm_100, input_format::fp16, output_format::fp16, false},
-    {"B200", "E4M3", "fp32", arch::sm_100, input_format::e4m3, output_format::fp32, false},
-    {"B200", "E5M2", "fp32", arch::sm_100, input_format::e5m2, output_format::fp32, false},
-};
-
-std::string path_of(const recorded_file& f, char which, const char* fmt_in_name) {
-  return std::string(KVQ_TENSOR_CORE_VECTORS) + "/" + f.gpu + "/" + f.format + "/" + which + "_" + f.gpu + "_" +
-         fmt_in_name + ".txt.gz";
-}
+std::uint32_t word_of(float x) { return kvq_test::float_to_word(x); }
 
 // Every value of an input format (NaN and Inf included), from its bit fields.
 std::vector<float> all_values(input_format in) {
@@ -206,18 +158,18 @@ struct generator {
   }
 };
 
-const arch kArchs[] = {arch::sm_80, arch::sm_89, arch::sm_90, arch::sm_100};
+const arch kFastArchs[] = {arch::sm_80, arch::sm_89, arch::sm_90, arch::sm_100};
 const input_format kIns[] = {input_format::e4m3, input_format::e5m2, input_format::bf16, input_format::fp16};
 const output_format kOuts[] = {output_format::fp32, output_format::fp16};
 
 }  // namespace
 
 TEST_CASE("dot_batch reproduces every recorded tensor-core inner product and the exact model", "[mma][fast]") {
-  for (const auto& f : kFiles) {
-    const auto A = kvq_test::read_gz_lines(path_of(f, 'a', f.format));
-    const auto B = kvq_test::read_gz_lines(path_of(f, 'b', f.format));
-    const auto C = kvq_test::read_gz_lines(path_of(f, 'c', "fp32"));
-    const auto D = kvq_test::read_gz_lines(path_of(f, 'd', f.out));
+  for (const auto& f : kvq_test::recorded_files) {
+    const auto A = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'a', f.format));
+    const auto B = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'b', f.format));
+    const auto C = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'c', "fp32"));
+    const auto D = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'd', f.out));
     REQUIRE(A.size() == 5000);
     REQUIRE(B.size() == A.size());
     REQUIRE(C.size() == A.size());
@@ -235,7 +187,7 @@ TEST_CASE("dot_batch reproduces every recorded tensor-core inner product and the
       a.insert(a.end(), av.begin(), av.end());
       b.insert(b.end(), bv.begin(), bv.end());
       float cv = f.c_is_zero ? 0.0f : kvq_test::word_to_float(kvq_test::parse_binary_word(C[i]));
-      if (f.o == output_format::fp16) cv = fp16_rne(cv);
+      if (f.o == output_format::fp16) cv = kvq_test::fp16_rne(cv);
       c.push_back(cv);
     }
     std::vector<float> d(A.size());
@@ -243,9 +195,9 @@ TEST_CASE("dot_batch reproduces every recorded tensor-core inner product and the
     int vs_hw = 0, vs_model = 0;
     for (std::size_t i = 0; i < A.size(); ++i) {
       const std::uint32_t want = kvq_test::parse_binary_word(D[i]);
-      if (bits(d[i]) != want) ++vs_hw;
+      if (word_of(d[i]) != want) ++vs_hw;
       const float m = dot(p.params, f.in, a.data() + i * K, b.data() + i * K, static_cast<int>(K), c[i]);
-      if (bits(d[i]) != bits(m)) ++vs_model;
+      if (word_of(d[i]) != word_of(m)) ++vs_model;
     }
     INFO(f.gpu << " " << f.format << " -> " << f.out << " (K = " << K << "): " << vs_hw
                 << " lines differ from the hardware, " << vs_model << " from the exact model");
@@ -258,7 +210,7 @@ TEST_CASE("dot_fast gives the exact model's bits on random vectors of every pres
   generator gen(20261202);
   std::vector<float> a, b;
   long checked = 0;
-  for (arch ar : kArchs)
+  for (arch ar : kFastArchs)
     for (input_format in : kIns)
       for (output_format out : kOuts) {
         preset_info p{};
@@ -273,10 +225,10 @@ TEST_CASE("dot_fast gives the exact model's bits on random vectors of every pres
           const float want = dot(p.params, in, a.data(), b.data(), K, c);
           const float got = dot_fast(p.params, in, a.data(), b.data(), K, c);
           ++checked;
-          if (bits(want) != bits(got) && ++bad <= 2) {
+          if (word_of(want) != word_of(got) && ++bad <= 2) {
             char buf[160];
-            std::snprintf(buf, sizeof buf, " rep %d K %d c %08x: model %08x fast %08x;", rep, K, bits(c), bits(want),
-                          bits(got));
+            std::snprintf(buf, sizeof buf, " rep %d K %d c %08x: model %08x fast %08x;", rep, K, word_of(c), word_of(want),
+                          word_of(got));
             first += buf;
           }
         }
@@ -307,10 +259,10 @@ TEST_CASE("block_fma_fast gives block_fma's bits for random parameters", "[mma][
     if (p.frac_bits >= 2 * info(in).mantissa_bits) ++fast_eligible;
     const float want = block_fma(p, in, a.data(), b.data(), n, c);
     const float got = block_fma_fast(p, in, a.data(), b.data(), n, c);
-    if (bits(want) != bits(got) && ++bad <= 3) {
+    if (word_of(want) != word_of(got) && ++bad <= 3) {
       char buf[200];
       std::snprintf(buf, sizeof buf, " rep %d k %d frac %d min %d mode %d n %d: model %08x fast %08x;", rep, p.k,
-                    p.frac_bits, p.min_align_exp, static_cast<int>(p.c_mode), n, bits(want), bits(got));
+                    p.frac_bits, p.min_align_exp, static_cast<int>(p.c_mode), n, word_of(want), word_of(got));
       first += buf;
     }
   }
@@ -325,7 +277,7 @@ TEST_CASE("representable_fast answers as representable", "[mma][fast]") {
   for (int i = 0; i < 300000; ++i) words.push_back(static_cast<std::uint32_t>(g()));
   for (input_format in : kIns)
     for (float x : all_values(in)) {
-      const std::uint32_t u = bits(x);
+      const std::uint32_t u = word_of(x);
       for (std::uint32_t dlt : {0u, 1u, 0x100u, 0x2000u, 0x10000u, 0x800000u}) {
         words.push_back(u + dlt);
         words.push_back(u - dlt);
@@ -373,7 +325,7 @@ TEST_CASE("dot_batch rejects bad arguments with std::invalid_argument", "[mma][f
 }
 
 TEST_CASE("full blocks of the largest products of one sign (the widest sums) match the exact model", "[mma][fast]") {
-  for (arch ar : kArchs)
+  for (arch ar : kFastArchs)
     for (input_format in : kIns)
       for (output_format out : kOuts) {
         preset_info p{};
@@ -393,7 +345,7 @@ TEST_CASE("full blocks of the largest products of one sign (the widest sums) mat
               const float want = dot(p.params, in, a.data(), b.data(), K, c);
               const float got = dot_fast(p.params, in, a.data(), b.data(), K, c);
               INFO(name(ar) << " " << name(in) << " -> " << name(out) << " e " << e << " sign " << sign << " c " << c);
-              CHECK(bits(want) == bits(got));
+              CHECK(word_of(want) == word_of(got));
             }
           }
         }

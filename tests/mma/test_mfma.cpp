@@ -20,7 +20,7 @@ namespace {
 
 using namespace kvq::mma;
 
-const char* const kFiles[] = {"mfma_cdna3_fp8",  "mfma_cdna3_bf16",    "mfma_cdna3_bf16_k4", "mfma_cdna3_fp16",
+const char* const kMmaSimMfmaFiles[] = {"mfma_cdna3_fp8",  "mfma_cdna3_bf16",    "mfma_cdna3_bf16_k4", "mfma_cdna3_fp16",
                               "mfma_cdna3_fp16_k4", "mfma_cdna3_xf32", "mfma_cdna3_fp32"};
 
 std::uint32_t word(mfma_preset p, mfma_input fa, mfma_input fb, const std::vector<float>& a,
@@ -33,7 +33,7 @@ float p2(int e) { return std::ldexp(1.0f, e); }
 }  // namespace
 
 TEST_CASE("every MMA-Sim CDNA3 MFMA vector reproduces bit for bit", "[mma][mfma]") {
-  for (const char* name_of_file : kFiles) {
+  for (const char* name_of_file : kMmaSimMfmaFiles) {
     const auto lines = kvq_test::read_gz_lines(std::string(KVQ_MMASIM_VECTORS) + "/" + name_of_file + ".txt.gz");
     REQUIRE(lines.size() >= 200);
     int mismatches = 0;

@@ -20,62 +20,14 @@ namespace {
 
 using namespace kvq::mma;
 
-// fp32 value -> nearest-even fp16 value (finite inputs well inside the fp16 range).
-float fp16_rne(float c) {
-  if (c == 0.0f) return c;
-  const double x = c;
-  int e = std::ilogb(x);
-  if (e < -14) e = -14;
-  const double q = std::ldexp(1.0, e - 10);
-  std::fesetround(FE_TONEAREST);
-  return static_cast<float>(std::nearbyint(x / q) * q);
-}
-
-struct recorded_file {
-  const char* gpu;
-  const char* format;  // folder and file-name spelling
-  const char* out;
-  arch a;
-  input_format in;
-  output_format o;
-  bool c_is_zero;          // the hardware run used c = 0 (H100 fp8 with wgmma)
-  int expected_mismatches; // lines the preset does not reproduce (see presets.hpp)
-};
-
-const recorded_file kFiles[] = {
-    {"A100", "bf16", "fp32", arch::sm_80, input_format::bf16, output_format::fp32, false, 0},
-    {"A100", "fp16", "fp32", arch::sm_80, input_format::fp16, output_format::fp32, false, 0},
-    {"A100", "fp16", "fp16", arch::sm_80, input_format::fp16, output_format::fp16, false, 0},
-    {"L40S", "bf16", "fp32", arch::sm_89, input_format::bf16, output_format::fp32, false, 0},
-    {"L40S", "fp16", "fp32", arch::sm_89, input_format::fp16, output_format::fp32, false, 0},
-    {"L40S", "fp16", "fp16", arch::sm_89, input_format::fp16, output_format::fp16, false, 0},
-    {"L40S", "E4M3", "fp32", arch::sm_89, input_format::e4m3, output_format::fp32, false, 0},
-    {"L40S", "E5M2", "fp32", arch::sm_89, input_format::e5m2, output_format::fp32, false, 0},
-    {"H100", "bf16", "fp32", arch::sm_90, input_format::bf16, output_format::fp32, false, 0},
-    {"H100", "fp16", "fp32", arch::sm_90, input_format::fp16, output_format::fp32, false, 0},
-    {"H100", "fp16", "fp16", arch::sm_90, input_format::fp16, output_format::fp16, false, 0},
-    {"H100", "E4M3", "fp32", arch::sm_90, input_format::e4m3, output_format::fp32, true, 0},
-    {"H100", "E5M2", "fp32", arch::sm_90, input_format::e5m2, output_format::fp32, true, 0},
-    {"B200", "bf16", "fp32", arch::sm_100, input_format::bf16, output_format::fp32, false, 0},
-    {"B200", "fp16", "fp32", arch::sm_100, input_format::fp16, output_format::fp32, false, 0},
-    {"B200", "fp16", "fp16", arch::sm_100, input_format::fp16, output_format::fp16, false, 0},
-    {"B200", "E4M3", "fp32", arch::sm_100, input_format::e4m3, output_format::fp32, false, 0},
-    {"B200", "E5M2", "fp32", arch::sm_100, input_format::e5m2, output_format::fp32, false, 0},
-};
-
-std::string path_of(const recorded_file& f, char which, const char* fmt_in_name) {
-  return std::string(KVQ_TENSOR_CORE_VECTORS) + "/" + f.gpu + "/" + f.format + "/" + which + "_" + f.gpu + "_" +
-         fmt_in_name + ".txt.gz";
-}
-
 }  // namespace
 
 TEST_CASE("every recorded tensor-core inner product reproduces bit for bit", "[mma][replay]") {
-  for (const auto& f : kFiles) {
-    const auto A = kvq_test::read_gz_lines(path_of(f, 'a', f.format));
-    const auto B = kvq_test::read_gz_lines(path_of(f, 'b', f.format));
-    const auto C = kvq_test::read_gz_lines(path_of(f, 'c', "fp32"));
-    const auto D = kvq_test::read_gz_lines(path_of(f, 'd', f.out));
+  for (const auto& f : kvq_test::recorded_files) {
+    const auto A = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'a', f.format));
+    const auto B = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'b', f.format));
+    const auto C = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'c', "fp32"));
+    const auto D = kvq_test::read_gz_lines(kvq_test::recorded_path(f, 'd', f.out));
     REQUIRE(A.size() == 5000);
     REQUIRE(B.size() == A.size());
     REQUIRE(C.size() == A.size());
@@ -87,7 +39,7 @@ TEST_CASE("every recorded tensor-core inner product reproduces bit for bit", "[m
       const auto a = kvq_test::parse_hex_words(A[i]);
       const auto b = kvq_test::parse_hex_words(B[i]);
       float c = f.c_is_zero ? 0.0f : kvq_test::word_to_float(kvq_test::parse_binary_word(C[i]));
-      if (f.o == output_format::fp16) c = fp16_rne(c);
+      if (f.o == output_format::fp16) c = kvq_test::fp16_rne(c);
       const std::uint32_t want = kvq_test::parse_binary_word(D[i]);
       const std::uint32_t got = kvq_test::float_to_word(dot(p, f.in, a, b, c));
       if (got != want) {

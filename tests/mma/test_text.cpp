@@ -17,7 +17,7 @@ namespace {
 
 using namespace kvq::mma;
 
-std::uint32_t bits(float x) {
+std::uint32_t word_bits(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   return u;
@@ -29,9 +29,9 @@ TEST_CASE("hex words: values, separators, and bad tokens", "[mma][text]") {
   const std::vector<float> v = parse_hex_words("3f800000 80000000\t7f800000  c0490fdb 00000001");
   REQUIRE(v.size() == 5);
   CHECK(v[0] == 1.0f);
-  CHECK(bits(v[1]) == 0x80000000u);  // -0
+  CHECK(word_bits(v[1]) == 0x80000000u);  // -0
   CHECK(v[2] == std::numeric_limits<float>::infinity());
-  CHECK(bits(v[3]) == 0xc0490fdbu);  // -pi in fp32
+  CHECK(word_bits(v[3]) == 0xc0490fdbu);  // -pi in fp32
   CHECK(v[4] == std::numeric_limits<float>::denorm_min());
   CHECK(std::isnan(parse_hex_words("7fc00000")[0]));
   CHECK(parse_hex_words("3F800000")[0] == 1.0f);  // either case
@@ -49,8 +49,8 @@ TEST_CASE("hex words: values, separators, and bad tokens", "[mma][text]") {
 
 TEST_CASE("binary words: 32 digits, blanks ignored", "[mma][text]") {
   CHECK(parse_binary_word("00111111100000000000000000000000") == 1.0f);
-  CHECK(bits(parse_binary_word("1000 0000 0000 0000 0000 0000 0000 0000")) == 0x80000000u);
-  CHECK(bits(parse_binary_word("11111111111111111111111111111111")) == 0xffffffffu);
+  CHECK(word_bits(parse_binary_word("1000 0000 0000 0000 0000 0000 0000 0000")) == 0x80000000u);
+  CHECK(word_bits(parse_binary_word("11111111111111111111111111111111")) == 0xffffffffu);
   CHECK_THROWS_WITH(parse_binary_word("0011111110000000000000000000000"),
                     "expected one 32-character binary fp32 word");
   CHECK_THROWS_WITH(parse_binary_word(""), "expected one 32-character binary fp32 word");
