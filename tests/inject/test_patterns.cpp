@@ -250,7 +250,7 @@ TEST_CASE("lower median of |x|: the element std::nth_element selects", "[inject]
   const float specials[] = {0.0f, -0.0f, 1e-45f, -1e-40f, std::numeric_limits<float>::infinity(),
                             -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
                             -1.0f, 1.0f, 65536.0f, 1.0000001f};
-  for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 16u, 17u, 100u, 1000u, 65537u, 300000u}) {
+  for (std::size_t n : {1u, 2u, 3u, 4u, 5u, 16u, 17u, 100u, 1000u, 65537u, 70001u}) {
     for (int kind = 0; kind < 4; ++kind) {
       std::vector<float> x(n);
       std::normal_distribution<float> nd(0.0f, kind == 3 ? 1e-38f : 1.0f);
