@@ -187,6 +187,15 @@ inline vector_case parse_case(std::string_view line) {
     return w[0];
   };
   const auto str = [](std::string_view s) { return std::string(s); };
+  // Both layouts end "c [| d]" at field i.
+  const auto c_and_d = [&](std::size_t i) {
+    v.c = one(i, "c");
+    if (f.size() == i + 2) {
+      v.d = one(i + 1, "d");
+      v.has_d = true;
+    }
+    return v;
+  };
   if (head.size() == 3) {
     if (f.size() != 4 && f.size() != 5) throw std::invalid_argument("expected 'PRESET AFMT BFMT | a | b | c [| d]'");
     v.mfma = true;
@@ -195,12 +204,7 @@ inline vector_case parse_case(std::string_view line) {
     v.b_input = parse_mfma_input(str(head[2]));
     field(1, "a", v.a);
     field(2, "b", v.b);
-    v.c = one(3, "c");
-    if (f.size() == 5) {
-      v.d = one(4, "d");
-      v.has_d = true;
-    }
-    return v;
+    return c_and_d(3);
   }
   if (f.size() != 6 && f.size() != 7)
     throw std::invalid_argument(
@@ -215,12 +219,7 @@ inline vector_case parse_case(std::string_view line) {
   field(2, "b", v.b);
   field(3, "sa", v.sa);
   field(4, "sb", v.sb);
-  v.c = one(5, "c");
-  if (f.size() == 7) {
-    v.d = one(6, "d");
-    v.has_d = true;
-  }
-  return v;
+  return c_and_d(5);
 }
 
 /// d = a·b + c of a parsed case through its preset (block_scale_dot or mfma_dot).
