@@ -1,9 +1,12 @@
 // Prints one hash of every block recipe's outputs (codes, scales, zero points, tensor
 // values, dequantized values) on fixed inputs. tests/block/CMakeLists.txt builds this
-// source with -O0, -O3 and -O3 -march=native; compare_outputs.cmake requires the three
-// printouts to be identical (no contraction, no fast-math, no vectoriser differences).
+// source with -O0, -O3 and -O3 -march=native and runs each with both instruction sets of
+// the bulk kernels (the argument: baseline or x86-64-v3, kvq/core/isa.hpp);
+// compare_outputs.cmake requires every printout to be identical (no contraction, no
+// fast-math, no vectoriser or instruction-set differences).
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <cstring>
 #include <vector>
 
@@ -63,8 +66,18 @@ void run(const S& s, kb::tensor_value tv) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   using namespace kvq::fmt;
+  if (argc > 1) {
+    try {
+      const kvq::isa i = kvq::parse_isa(argv[1]);
+      if (kvq::cpu_supports(i)) kvq::set_isa(i);
+      else std::fprintf(stderr, "block_hash: %s does not run here; %s instead\n", argv[1], kvq::isa_name(kvq::active_isa()));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "block_hash: %s\n", e.what());
+      return 2;
+    }
+  }
   run(kb::nvfp4_te{}, kb::tensor_value::computed());
   run(kb::nvfp4_vllm<>{}, kb::tensor_value::given(0.013f));
   run(kb::nvfp4_vllm_4over6<kvq::instr::ieee_fma>{}, kb::tensor_value::given(0.013f));

@@ -1,8 +1,10 @@
-# Runs each executable in EXES ("|"-separated) and fails unless all print the same.
+# Runs each command in EXES ("|"-separated; an executable and its arguments, separated
+# by spaces) and fails unless all print the same.
 string(REPLACE "|" ";" exes "${EXES}")
 set(first "")
 foreach(exe IN LISTS exes)
-  execute_process(COMMAND ${exe} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+  separate_arguments(cmd UNIX_COMMAND "${exe}")
+  execute_process(COMMAND ${cmd} OUTPUT_VARIABLE out RESULT_VARIABLE rc)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "${exe} failed with ${rc}")
   endif()

@@ -2,7 +2,9 @@
 // reference functors (quantize_block_fn / dequantize_block_fn, the code the device
 // uses): every output bit, on random tensors with outliers, zero blocks, NaN/Inf/-0,
 // denormals, huge and tiny ranges, odd tensor values; dequantization on random code
-// and scale bytes (every byte value, NaN scales included).
+// and scale bytes (every byte value, NaN scales included). Each check runs under every
+// instruction set of the bulk kernels this CPU has (kvq/core/isa.hpp), and the outputs of
+// the two are also compared with each other by hash.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -68,8 +70,50 @@ const std::vector<float>& tensor_values() {
   return v;
 }
 
+/// The instruction sets this CPU and build run (kvq::cpu_supports).
+std::vector<kvq::isa> runnable_isas() {
+  std::vector<kvq::isa> v{kvq::isa::baseline};
+  if (kvq::cpu_supports(kvq::isa::x86_64_v3)) v.push_back(kvq::isa::x86_64_v3);
+  return v;
+}
+
+/// Runs body() under each runnable instruction set, then restores the one before.
+template <class Body>
+void for_each_isa(Body&& body) {
+  const kvq::isa before = kvq::active_isa();
+  for (kvq::isa i : runnable_isas()) {
+    kvq::set_isa(i);
+    body(i);
+  }
+  kvq::set_isa(before);
+}
+
+std::uint64_t fnv1a(const void* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
+  const unsigned char* c = static_cast<const unsigned char*>(p);
+  for (std::size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+/// A hash of quantize (computed tensor value) and dequantize of 100 MX blocks' worth of
+/// make_input values with S, under the active instruction set.
 template <class S>
-void check_scheme(const S& s, const char* label) {
+std::uint64_t output_hash(const S& s) {
+  const std::size_t n = 32 * 1000 + 32;  // several chunks and a tail
+  const std::vector<float> x = make_input(n, 77);
+  const kb::buffer_sizes z = kb::sizes_of(s, n);
+  std::vector<std::uint8_t> c(z.code_bytes);
+  std::vector<typename S::scale_type> sc(z.scales);
+  const float t = kb::quantize(s, x.data(), n, kb::tensor_value::computed(), c.data(), c.size(), sc.data(), sc.size());
+  std::vector<float> y(n);
+  kb::dequantize(s, c.data(), c.size(), sc.data(), sc.size(), nullptr, 0, t, y.data(), n);
+  std::uint64_t h = fnv1a(c.data(), c.size());
+  h = fnv1a(sc.data(), sc.size() * sizeof(typename S::scale_type), h);
+  h = fnv1a(&t, sizeof t, h);
+  return fnv1a(y.data(), y.size() * sizeof(float), h);
+}
+
+template <class S>
+void check_scheme_one_isa(const S& s, const char* label) {
   for (std::uint64_t seed = 1; seed <= 36; ++seed) {
     // up to 160 MX (320 NVFP4) blocks: several chunks of the fast paths, with tails
     const std::size_t n = 32 * (1 + static_cast<std::size_t>(mix64(seed) % 160));
@@ -92,6 +136,18 @@ void check_scheme(const S& s, const char* label) {
       CHECK(d.empty());
     }
   }
+}
+
+template <class S>
+void check_scheme(const S& s, const char* label) {
+  std::vector<std::uint64_t> hashes;
+  for_each_isa([&](kvq::isa i) {
+    INFO("instruction set " << kvq::isa_name(i));
+    check_scheme_one_isa(s, label);
+    hashes.push_back(output_hash(s));
+  });
+  INFO(label << ": output hashes of the instruction sets");
+  for (std::uint64_t h : hashes) CHECK(h == hashes.front());
 }
 
 template <class E>
@@ -173,9 +229,11 @@ TEST_CASE("tensor_amax equals block_amax bit for bit", "[block][bulk]") {
       if (seed % 8 == 6 && n > 0) x[n / 2] = -std::numeric_limits<float>::infinity();
       for (kb::amax_nan rule : rules) {
         const float want = kb::block_amax<kb::f32_input>(x.data(), n, rule);
-        const float got = kb::tensor_amax(x.data(), n, rule);
-        INFO("n " << n << " seed " << seed << " rule " << static_cast<int>(rule));
-        CHECK(to_bits(got) == to_bits(want));
+        for_each_isa([&](kvq::isa i) {
+          const float got = kb::tensor_amax(x.data(), n, rule);
+          INFO("n " << n << " seed " << seed << " rule " << static_cast<int>(rule) << " " << kvq::isa_name(i));
+          CHECK(to_bits(got) == to_bits(want));
+        });
         ++checked;
       }
     }

@@ -1,8 +1,9 @@
 // The float nearest_even fast paths of encode_n (format/bulk.hpp) against the scalar
 // kvq::encode, itself checked on every float against CUDA's host functions in
-// test_encode_exhaustive. This binary is compiled with F16C and AVX2 enabled where the
-// compiler allows, so both the portable loop and the F16C kernel are in it and each is
-// compared, element by element and by hash, with the scalar encoder on an array built to
+// test_encode_exhaustive. On x86-64 with GCC or Clang the F16C kernel is compiled into
+// every translation unit (kvq/core/isa.hpp), so the portable loop, the F16C kernel and
+// encode_n under each instruction set this CPU runs (kvq::set_isa) are each compared,
+// element by element and by hash, with the scalar encoder on an array built to
 // hit every edge class: NaN payloads of both signs, +-Inf, +-0, float subnormals, every
 // code value of every format, the midpoints between neighbouring codes (ties) and their
 // neighbours down to one float ulp, values just above a tie by less than a binary16 ulp
@@ -147,14 +148,27 @@ void check_loop(const char* name, loop_fn loop, const std::vector<float>& xs) {
   }
 }
 
+/// The instruction sets this CPU and build run (kvq::cpu_supports).
+std::vector<kvq::isa> runnable_isas() {
+  std::vector<kvq::isa> v{kvq::isa::baseline};
+  if (kvq::cpu_supports(kvq::isa::x86_64_v3)) v.push_back(kvq::isa::x86_64_v3);
+  return v;
+}
+
 template <class F, kvq::overflow O>
 void check_format(const std::vector<float>& xs) {
   check_loop<F, O>("portable", &kvq::detail::encode_rne_loop_portable<F, O>, xs);
-  check_loop<F, O>("encode_n", [](const float* in, std::size_t n, std::uint8_t* out) {
-    kvq::encode_n<F>(in, n, out, kvq::rounding::nearest_even, O);
-  }, xs);
+  const kvq::isa before = kvq::active_isa();
+  for (kvq::isa i : runnable_isas()) {
+    kvq::set_isa(i);
+    check_loop<F, O>(kvq::isa_name(i), [](const float* in, std::size_t n, std::uint8_t* out) {
+      kvq::encode_n<F>(in, n, out, kvq::rounding::nearest_even, O);
+    }, xs);
+  }
+  kvq::set_isa(before);
 #if defined(KVQ_HAVE_F16C_ENCODE)
-  if constexpr (kvq::detail::f16c::covers<F>) check_loop<F, O>("f16c", &kvq::detail::f16c::encode_rne_loop<F, O>, xs);
+  if constexpr (kvq::detail::f16c::covers<F>)
+    if (kvq::cpu_supports(kvq::isa::x86_64_v3)) check_loop<F, O>("f16c", &kvq::detail::f16c::encode_rne_loop<F, O>, xs);
 #endif
 }
 
@@ -167,18 +181,16 @@ void check_both(const std::vector<float>& xs) {
 }  // namespace
 
 TEST_CASE("float nearest_even fast paths equal the scalar encoder on every edge class", "[format][bulk]") {
-#if defined(__F16C__) && defined(__AVX2__) && !defined(KVQ_NO_F16C)
-  // compiled for F16C: the kernel must be there (a silently dropped kernel would make
-  // this test compare the portable loop twice)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(KVQ_NO_F16C)
+  // the kernel must be there (a silently dropped kernel would make this test compare
+  // the portable loop twice)
 #if !defined(KVQ_HAVE_F16C_ENCODE)
-  FAIL("F16C and AVX2 are enabled but the F16C encode kernel was not compiled in");
+  FAIL("x86-64 with GCC or Clang but the F16C encode kernel was not compiled in");
 #endif
 #endif
 #if defined(KVQ_HAVE_F16C_ENCODE)
-  if (!__builtin_cpu_supports("f16c") || !__builtin_cpu_supports("avx2")) {
-    WARN("this CPU lacks F16C or AVX2: the test binary cannot run here");
-    return;
-  }
+  if (!kvq::cpu_supports(kvq::isa::x86_64_v3))
+    WARN("this CPU lacks x86-64-v3: only the portable loop and the baseline encode_n are checked");
   // every format the kernel is meant for is covered; e5m2fnuz's exponent span is not
   STATIC_REQUIRE(kvq::detail::f16c::covers<kvq::fmt::e4m3>);
   STATIC_REQUIRE(kvq::detail::f16c::covers<kvq::fmt::e5m2>);

@@ -14,16 +14,18 @@
 ///    scalar functions;
 ///  - e2m1 elements are the threshold form of detail::e2m1_rn on 8 lanes at once, packed
 ///    two per byte with shifts; 8-bit MX elements use the format core's branch-free
-///    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked); when the
-///    translation unit targets F16C and AVX2, both use the format core's F16C kernel
-///    instead (kvq::detail::f16c, the same bits, fewer instructions);
+///    RNE encoder (kvq::detail::encode_rne_float_fast, exhaustively checked); in the
+///    x86-64-v3 copy both use the format core's F16C kernel instead (kvq::detail::f16c,
+///    the same bits, fewer instructions);
 ///  - the next chunk of blocks is prefetched, and block amaxes are taken 8 blocks at a time;
 ///  - decoding rebuilds the element value from its bits (exact) and multiplies by the
 ///    same block factor as the reference.
-/// The 8-lane code uses GCC/Clang vector extensions (AVX2 registers with -march=native,
-/// two SSE halves otherwise); other compilers, nvcc translation units and
-/// KVQ_BLOCK_NO_SIMD use the reference loop. tests/block/test_block_bulk.cpp checks the
-/// fast paths against the reference on random tensors with specials for every recipe.
+/// The 8-lane code uses GCC/Clang vector extensions: AVX2 registers in the x86-64-v3 copy
+/// of each pass (kvq/core/isa.hpp: compiled in every x86-64 translation unit, run when
+/// the CPU has it), two SSE halves in the baseline one; other compilers, nvcc translation
+/// units and KVQ_BLOCK_NO_SIMD use the reference loop. tests/block/test_block_bulk.cpp
+/// checks the fast paths of both copies against the reference on random tensors with
+/// specials for every recipe.
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,7 @@
 #include <kvq/block/nvfp4.hpp>
 #include <kvq/block/scheme.hpp>
 #include <kvq/config.hpp>
+#include <kvq/core/isa.hpp>
 #include <kvq/format/bulk.hpp>
 
 #if !defined(KVQ_BLOCK_NO_SIMD) && !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && \
@@ -113,7 +116,7 @@ KVQ_FORCEINLINE float amax(const float* x) noexcept {
 /// Integer max over the |x| bits of the non-NaN elements (for them the integer order is
 /// the float order, and max is exact, so the lane order cannot matter); NaN flags are
 /// collected separately and the rule applied at the end, as block_amax does.
-inline float tensor_amax(const float* x, std::size_t n, amax_nan rule) noexcept {
+KVQ_FORCEINLINE float tensor_amax_body(const float* x, std::size_t n, amax_nan rule) noexcept {
   vu mx[4] = {}, any_nan = {}, all_nan = ~vu{};
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -143,6 +146,21 @@ inline float tensor_amax(const float* x, std::size_t n, amax_nan rule) noexcept 
   if (rule == amax_nan::propagate && any) return bit_cast<float>(0x7FC00000u);
   if (rule == amax_nan::ignore_unless_all && n > 0 && all) return bit_cast<float>(0x7FC00000u);
   return bit_cast<float>(m);
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// tensor_amax_body compiled for x86-64-v3.
+KVQ_TARGET_X86_64_V3 inline float tensor_amax_x86_64_v3(const float* x, std::size_t n, amax_nan rule) noexcept {
+  return tensor_amax_body(x, n, rule);
+}
+#endif
+
+/// tensor_amax_body in the copy kvq::active_isa() chose.
+inline float tensor_amax(const float* x, std::size_t n, amax_nan rule) noexcept {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return tensor_amax_x86_64_v3(x, n, rule);
+#endif
+  return tensor_amax_body(x, n, rule);
 }
 
 /// Reduces m[0..8) to one vector whose lane k is the max (Max) or min of m[k]'s lanes.
@@ -256,7 +274,7 @@ KVQ_FORCEINLINE void store_e2m1_16(const float* x, float s, std::uint8_t* out) n
 // what the kernel computes, and the product x * s is the same float multiply.
 
 /// store_e2m1_16(x, s0, out) then store_e2m1_16(x + 16, s1, out + 8).
-KVQ_FORCEINLINE void store_e2m1_32_f16c(const float* x, float s0, float s1, std::uint8_t* out) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void store_e2m1_32_f16c(const float* x, float s0, float s1, std::uint8_t* out) noexcept {
   using kvq::detail::f16c::codes16;
   const __m256 v0 = _mm256_set1_ps(s0), v1 = _mm256_set1_ps(s1);
   const __m256i c0 = codes16<fmt::e2m1, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x), v0),
@@ -276,7 +294,7 @@ KVQ_FORCEINLINE void store_e2m1_32_f16c(const float* x, float s0, float s1, std:
 
 /// out[i] = encode_rne_float_fast<F, satfinite>(x[i] * s) for i < 32.
 template <class F>
-KVQ_FORCEINLINE void store_codes32_f16c(const float* x, float s, std::uint8_t* out) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void store_codes32_f16c(const float* x, float s, std::uint8_t* out) noexcept {
   using kvq::detail::f16c::codes16;
   const __m256 v = _mm256_set1_ps(s);
   const __m256i c0 = codes16<F, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x), v),
@@ -290,7 +308,7 @@ KVQ_FORCEINLINE void store_codes32_f16c(const float* x, float s, std::uint8_t* o
 /// am[j] * k1, the one multiply): the NVFP4 block scales of 16 blocks with the F16C
 /// kernel, which gives encode_rne_float_fast's bits for every float (NaN amaxes: 0x7F).
 template <bool Two>
-KVQ_FORCEINLINE void e4m3_scales16_f16c(const float* am, float k1, float k2, std::uint8_t* out) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void e4m3_scales16_f16c(const float* am, float k1, float k2, std::uint8_t* out) noexcept {
   using kvq::detail::f16c::codes16;
   const __m256 v1 = _mm256_set1_ps(k1);
   __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(am), v1), a1 = _mm256_mul_ps(_mm256_loadu_ps(am + 8), v1);
@@ -303,6 +321,41 @@ KVQ_FORCEINLINE void e4m3_scales16_f16c(const float* am, float k1, float k2, std
   // packus per 128-bit half: quadwords c[0..7], c[0..7], c[8..15], c[8..15]
   const __m256i b = _mm256_packus_epi16(c, c);
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_castsi256_si128(_mm256_permute4x64_epi64(b, 0x08)));
+}
+
+// The passes of a chunk of blocks with the stores above, as functions of their own with
+// the x86-64-v3 attribute (an always-inline function with it can only be inlined into
+// one that has it too). Each returns how many blocks it did; the caller does the rest.
+
+/// sc[j] = e4m3 scale of am[j] (e4m3_scales16_f16c) for j < m rounded down to 16.
+template <bool Two>
+KVQ_TARGET_X86_64_V3 inline std::size_t e4m3_scales_f16c(const float* am, std::size_t m, float k1, float k2,
+                                                         std::uint8_t* sc) noexcept {
+  std::size_t j = 0;
+  for (; j + 16 <= m; j += 16) e4m3_scales16_f16c<Two>(am + j, k1, k2, sc + j);
+  return j;
+}
+
+/// The e2m1 codes of the 16-element blocks j < m rounded down to 2, block j scaled by
+/// mul_of[sc[j]] (store_e2m1_32_f16c).
+KVQ_TARGET_X86_64_V3 inline std::size_t nvfp4_elements_f16c(const float* xc, std::size_t m, const float* mul_of,
+                                                            const std::uint8_t* sc, std::uint8_t* codes) noexcept {
+  std::size_t j = 0;
+  for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, mul_of[sc[j]], mul_of[sc[j + 1]], codes + 8 * j);
+  return j;
+}
+
+/// The codes of the 32-element MX blocks j < m, block j scaled by inv_of[sc[j]]: e2m1
+/// packed two per byte (Bits 4), or one byte each of F (Bits 8, F16C-covered F).
+template <class F, int Bits>
+KVQ_TARGET_X86_64_V3 inline std::size_t mx_elements_f16c(const float* xc, std::size_t m, const float* inv_of,
+                                                         const std::uint8_t* sc, std::uint8_t* codes) noexcept {
+  for (std::size_t j = 0; j < m; ++j) {
+    const float inv = inv_of[sc[j]];
+    if constexpr (Bits == 4) store_e2m1_32_f16c(xc + 32 * j, inv, inv, codes + 16 * j);
+    else store_codes32_f16c<F>(xc + 32 * j, inv, codes + 32 * j);
+  }
+  return m;
 }
 #endif  // KVQ_HAVE_F16C_ENCODE
 
@@ -486,10 +539,11 @@ KVQ_FORCEINLINE void prefetch_ahead(const float* p, std::size_t offset_bytes, st
   for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + o));
 }
 
-/// nb blocks of x into codes/scales, as nb calls of S::quantize_block<f32_input>.
-template <class S>
-inline void quantize_blocks(const S& s, const typename S::params& p, const float* x, std::size_t nb,
-                            std::uint8_t* codes, std::uint8_t* scales) noexcept {
+/// nb blocks of x into codes/scales, as nb calls of S::quantize_block<f32_input>; the
+/// F16C element and scale stores where F16C (the x86-64-v3 copy), the portable ones else.
+template <bool F16C, class S>
+KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& p, const float* x, std::size_t nb,
+                                          std::uint8_t* codes, std::uint8_t* scales) noexcept {
   if constexpr (is_te_nvfp4<S>::value) {
     const float fp4_max_inv = 1.0f / 6.0f;
     const float enc = p.s_enc * fp4_max_inv;  // nvfp4_te::quantize_block: bamax * (s_enc * (1/6))
@@ -518,12 +572,12 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore>(xc + 16 * j);
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
-      for (; j + 16 <= m; j += 16) e4m3_scales16_f16c<false>(am + j, enc, 1.0f, sc + j);
+      if constexpr (F16C) j = e4m3_scales_f16c<false>(am, m, enc, 1.0f, sc);
 #endif
       for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
-      for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, inv_of[sc[j]], inv_of[sc[j + 1]], codes + 8 * (b0 + j));
+      if constexpr (F16C) j = nvfp4_elements_f16c(xc, m, inv_of, sc, codes + 8 * b0);
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
     }
@@ -556,7 +610,7 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       }
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
-      for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, inv_of[sc[j]], inv_of[sc[j + 1]], codes + 8 * (b0 + j));
+      if constexpr (F16C) j = nvfp4_elements_f16c(xc, m, inv_of, sc, codes + 8 * b0);
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
     }
@@ -582,12 +636,12 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore_unless_all>(xc + 16 * j);
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
-      for (; j + 16 <= m; j += 16) e4m3_scales16_f16c<true>(am + j, r6, gs, sc + j);
+      if constexpr (F16C) j = e4m3_scales_f16c<true>(am, m, r6, gs, sc);
 #endif
       for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(gs * (am[j] * r6));
       j = 0;
 #if defined(KVQ_HAVE_F16C_ENCODE)
-      for (; j + 2 <= m; j += 2) store_e2m1_32_f16c(xc + 16 * j, os_of[sc[j]], os_of[sc[j + 1]], codes + 8 * (b0 + j));
+      if constexpr (F16C) j = nvfp4_elements_f16c(xc, m, os_of, sc, codes + 8 * b0);
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, os_of[sc[j]], codes + 8 * (b0 + j));
     }
@@ -601,7 +655,14 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
     for (std::size_t i0 = 0; i0 < nb; i0 += chunk * 16) {
       const std::size_t m = nb - i0 < chunk * 16 ? nb - i0 : chunk * 16;
       for (std::size_t j = 0; j < m; ++j) q[j] = x[i0 + j] / p.scale;
-      kvq::detail::encode_rne_loop<typename S::element_format, overflow::satfinite>(q, m, codes + i0);
+      using F = typename S::element_format;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      if constexpr (F16C && kvq::detail::f16c::covers<F>) {
+        kvq::detail::f16c::encode_rne_loop<F, overflow::satfinite>(q, m, codes + i0);
+        continue;
+      }
+#endif
+      kvq::detail::encode_rne_loop_portable<F, overflow::satfinite>(q, m, codes + i0);
     }
   } else {  // MX, nearest-even elements
     using F = typename S::element_format;
@@ -623,24 +684,19 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
         for (; j + 8 <= m; j += 8) mx_floor_scales8<S::elem_emax>(am + j, scales + b0 + j);
       }
       for (; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
-      for (j = 0; j < m; ++j) {
+      j = 0;
+#if defined(KVQ_HAVE_F16C_ENCODE)
+      if constexpr (F16C && (S::storage_bits == 4 || kvq::detail::f16c::covers<F>))
+        j = mx_elements_f16c<F, S::storage_bits>(xc, m, inv_of, scales + b0, codes + S::storage_bits * 4 * b0);
+#endif
+      for (; j < m; ++j) {
         const float* xb = xc + 32 * j;
         const std::size_t b = b0 + j;
         const float inv = inv_of[scales[b]];
         if constexpr (S::storage_bits == 4) {
-#if defined(KVQ_HAVE_F16C_ENCODE)
-          store_e2m1_32_f16c(xb, inv, inv, codes + 16 * b);
-#else
           store_e2m1_16(xb, inv, codes + 16 * b);
           store_e2m1_16(xb + 16, inv, codes + 16 * b + 8);
-#endif
-        }
-#if defined(KVQ_HAVE_F16C_ENCODE)
-        else if constexpr (kvq::detail::f16c::covers<F>) {
-          store_codes32_f16c<F>(xb, inv, codes + 32 * b);
-        }
-#endif
-        else {
+        } else {
           std::uint8_t* __restrict cb = codes + 32 * b;
           for (int i = 0; i < 32; ++i) cb[i] = kvq::detail::encode_rne_float_fast<F, overflow::satfinite>(xb[i] * inv);
         }
@@ -649,11 +705,31 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
   }
 }
 
+#if defined(KVQ_ISA_DISPATCH)
+/// quantize_blocks_body with the F16C stores, compiled for x86-64-v3.
+template <class S>
+KVQ_TARGET_X86_64_V3 void quantize_blocks_x86_64_v3(const S& s, const typename S::params& p, const float* x,
+                                                    std::size_t nb, std::uint8_t* codes, std::uint8_t* scales) noexcept {
+  quantize_blocks_body<true>(s, p, x, nb, codes, scales);
+}
+#endif
+
+/// nb blocks of x into codes/scales, as nb calls of S::quantize_block<f32_input>, in the
+/// copy kvq::active_isa() chose (the same bits either way).
+template <class S>
+inline void quantize_blocks(const S& s, const typename S::params& p, const float* x, std::size_t nb,
+                            std::uint8_t* codes, std::uint8_t* scales) noexcept {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return quantize_blocks_x86_64_v3(s, p, x, nb, codes, scales);
+#endif
+  quantize_blocks_body<false>(s, p, x, nb, codes, scales);
+}
+
 // ------------------------------------------------------------------------ dequantize
 /// nb blocks of codes/scales into out, as nb calls of S::dequantize_block.
 template <class S>
-inline void dequantize_blocks(const S& s, const typename S::params& p, const std::uint8_t* codes,
-                              const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
+KVQ_FORCEINLINE void dequantize_blocks_body(const S& s, const typename S::params& p, const std::uint8_t* codes,
+                                            const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
   (void)s;
   if constexpr (is_te_nvfp4<S>::value) {
     const float factor_inv = static_cast<float>(1.0 / (6.0 * 448.0));
@@ -713,6 +789,27 @@ inline void dequantize_blocks(const S& s, const typename S::params& p, const std
       }
     }
   }
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// dequantize_blocks_body compiled for x86-64-v3.
+template <class S>
+KVQ_TARGET_X86_64_V3 void dequantize_blocks_x86_64_v3(const S& s, const typename S::params& p,
+                                                      const std::uint8_t* codes, const std::uint8_t* scales,
+                                                      std::size_t nb, float* out) noexcept {
+  dequantize_blocks_body(s, p, codes, scales, nb, out);
+}
+#endif
+
+/// nb blocks of codes/scales into out, as nb calls of S::dequantize_block, in the copy
+/// kvq::active_isa() chose (the same bits either way).
+template <class S>
+inline void dequantize_blocks(const S& s, const typename S::params& p, const std::uint8_t* codes,
+                              const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return dequantize_blocks_x86_64_v3(s, p, codes, scales, nb, out);
+#endif
+  dequantize_blocks_body(s, p, codes, scales, nb, out);
 }
 #endif  // KVQ_BLOCK_SIMD
 

@@ -4,9 +4,10 @@
 /// The loops instantiate the scalar kvq::encode with compile-time policies so the
 /// compiler can vectorise them; they are bit-identical to the scalar function
 /// (that *is* the function). Float input with nearest_even has a branch-free integer
-/// form (encode_rne_float_fast) and, when the translation unit targets F16C and AVX2, a
-/// kernel on binary16 lanes (detail::f16c); both are checked against the scalar
-/// encoder in tests/format/test_bulk_fast.cpp. Decoding goes through a 256-entry table.
+/// form (encode_rne_float_fast) and a kernel on binary16 lanes (detail::f16c), compiled
+/// for x86-64-v3 and run when the CPU has it (kvq/core/isa.hpp); both are checked against
+/// the scalar encoder, and against each other, in tests/format/test_bulk_fast.cpp.
+/// Decoding goes through a 256-entry table.
 /// Multi-threaded forms: kvq/format/parallel.hpp.
 #pragma once
 
@@ -16,14 +17,15 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
+#include <kvq/core/isa.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
 
-// The F16C kernel (detail::f16c) is compiled in when the translation unit targets a CPU
-// with F16C and AVX2 (e.g. -march=native on x86-64 since 2013); KVQ_NO_F16C turns it
-// off. The portable loop (detail::encode_rne_loop_portable) is always available and
-// gives the same bits.
-#if defined(__F16C__) && defined(__AVX2__) && !defined(__CUDACC__) && !defined(KVQ_NO_F16C)
+// The F16C kernel (detail::f16c) is compiled wherever the x86-64-v3 copies are
+// (KVQ_ISA_DISPATCH, kvq/core/isa.hpp) and runs when kvq::active_isa() is x86_64_v3;
+// KVQ_NO_F16C leaves it out. The portable loop (detail::encode_rne_loop_portable) is
+// always available and gives the same bits.
+#if defined(KVQ_ISA_DISPATCH) && !defined(KVQ_NO_F16C)
 #include <immintrin.h>
 #define KVQ_HAVE_F16C_ENCODE 1
 #endif
@@ -123,7 +125,7 @@ constexpr float pow2f(int k) noexcept {
 /// FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE TC
 /// 57(4), 2008, Theorem 3; in binary16's subnormal range both grids are fixed-point and
 /// binary16's is at least 4 times finer): no double-rounding ties.
-KVQ_FORCEINLINE void to_half_odd(__m256 x0, __m256 x1, __m256i& mag, __m256i& sign) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void to_half_odd(__m256 x0, __m256 x1, __m256i& mag, __m256i& sign) noexcept {
   constexpr int up = _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC;
   constexpr int down = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
   const __m256i hu = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvtps_ph(x0, up)), _mm256_cvtps_ph(x1, up), 1);
@@ -138,7 +140,7 @@ KVQ_FORCEINLINE void to_half_odd(__m256 x0, __m256 x1, __m256i& mag, __m256i& si
 
 /// 16 floats (x0, then x1) -> 16 codes of F in the 16-bit lanes (the low byte of each).
 template <class F, overflow O>
-KVQ_FORCEINLINE __m256i codes16(__m256 x0, __m256 x1) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 __m256i codes16(__m256 x0, __m256 x1) noexcept {
   constexpr int M = F::mantissa_bits;
   constexpr int drop = 10 - M;
   constexpr int scale_exp = -14 - F::emin;
@@ -182,7 +184,7 @@ KVQ_FORCEINLINE __m256i codes16(__m256 x0, __m256 x1) noexcept {
 
 /// 32 floats -> 32 codes of F.
 template <class F, overflow O>
-KVQ_FORCEINLINE __m256i codes32(const float* in) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 __m256i codes32(const float* in) noexcept {
   const __m256i c0 = codes16<F, O>(_mm256_loadu_ps(in), _mm256_loadu_ps(in + 8));
   const __m256i c1 = codes16<F, O>(_mm256_loadu_ps(in + 16), _mm256_loadu_ps(in + 24));
   // codes < 256 in 16-bit lanes: packus is exact; it interleaves the 128-bit halves
@@ -191,7 +193,7 @@ KVQ_FORCEINLINE __m256i codes32(const float* in) noexcept {
 
 /// encode_rne_loop_portable<F, O>, 32 values per step; the tail goes the portable way.
 template <class F, overflow O>
-inline void encode_rne_loop(const float* in, std::size_t n, std::uint8_t* out) noexcept {
+KVQ_TARGET_X86_64_V3 void encode_rne_loop(const float* in, std::size_t n, std::uint8_t* out) noexcept {
   static_assert(covers<F>, "kvq: F16C encode kernel does not cover this format");
   // Software prefetch 4 KiB ahead (both 64-byte lines of the next steps): measured
   // ~10% faster than the hardware prefetcher alone on large arrays; a prefetch past the
@@ -205,20 +207,23 @@ inline void encode_rne_loop(const float* in, std::size_t n, std::uint8_t* out) n
     _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), codes32<F, O>(in + i));
   }
-  encode_rne_loop_portable<F, O>(in + i, n - i, out + i);
+  for (; i < n; ++i) out[i] = encode_rne_float_fast<F, O>(in[i]);
 }
 
 }  // namespace f16c
 #endif  // KVQ_HAVE_F16C_ENCODE
 
-/// The float nearest_even loop used by encode_n: the F16C kernel where compiled in and
-/// exact for F, else the portable loop (same bits: tests/format/test_bulk_fast.cpp).
+/// The float nearest_even loop used by encode_n: the F16C kernel where compiled in, exact
+/// for F and chosen (kvq::active_isa()), else the portable loop (the same bits:
+/// tests/format/test_bulk_fast.cpp).
 template <class F, overflow O>
 inline void encode_rne_loop(const float* in, std::size_t n, std::uint8_t* out) noexcept {
 #if defined(KVQ_HAVE_F16C_ENCODE)
   if constexpr (f16c::covers<F>) {
-    f16c::encode_rne_loop<F, O>(in, n, out);
-    return;
+    if (use_x86_64_v3()) {
+      f16c::encode_rne_loop<F, O>(in, n, out);
+      return;
+    }
   }
 #endif
   encode_rne_loop_portable<F, O>(in, n, out);

@@ -5,6 +5,7 @@
 /// bits) and a branch-free form of it over arrays that compilers vectorise.
 #pragma once
 
+#include <kvq/core/isa.hpp>
 #include <kvq/mma/api.hpp>
 #include <kvq/mma/block_fma.hpp>
 #include <kvq/mma/fast.hpp>
@@ -40,7 +41,7 @@ namespace detail {
 // representable_fast(u, MB, MIN_EXP, MAX_EXP, MAX_SIG, INF) without branches, so that a
 // loop over an array vectorises.
 template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
-inline std::uint32_t not_representable_bits(std::uint32_t u) noexcept {
+KVQ_FORCEINLINE std::uint32_t not_representable_bits(std::uint32_t u) noexcept {
   const std::uint32_t top = (u & 0x7f800000u) == 0x7f800000u ? 1u : 0u;
   const std::uint32_t special_bad = ((u & 0x7fffffu) == 0 ? 1u : 0u) & (INF ? 0u : 1u);  // Inf without Inf
   const std::uint32_t zero = (u & 0x7fffffffu) == 0 ? 1u : 0u;
@@ -61,10 +62,27 @@ inline std::uint32_t not_representable_bits(std::uint32_t u) noexcept {
 }
 
 template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
-inline bool all_representable(const float* x, std::size_t n) noexcept {
+KVQ_FORCEINLINE bool all_representable_body(const float* x, std::size_t n) noexcept {
   std::uint32_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) bad |= not_representable_bits<MB, MIN_EXP, MAX_EXP, MAX_SIG, INF>(bits_of(x[i]));
   return bad == 0;
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+// all_representable_body compiled for x86-64-v3 (kvq/core/isa.hpp): its per-lane variable
+// shifts are one AVX2 instruction, a scalar loop without it.
+template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
+KVQ_TARGET_X86_64_V3 bool all_representable_x86_64_v3(const float* x, std::size_t n) noexcept {
+  return all_representable_body<MB, MIN_EXP, MAX_EXP, MAX_SIG, INF>(x, n);
+}
+#endif
+
+template <int MB, int MIN_EXP, int MAX_EXP, std::uint32_t MAX_SIG, bool INF>
+inline bool all_representable(const float* x, std::size_t n) noexcept {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return all_representable_x86_64_v3<MB, MIN_EXP, MAX_EXP, MAX_SIG, INF>(x, n);
+#endif
+  return all_representable_body<MB, MIN_EXP, MAX_EXP, MAX_SIG, INF>(x, n);
 }
 
 // True when every x[0..n) is a value of input format f (representable_fast).
@@ -83,6 +101,26 @@ inline bool all_representable(const float* x, std::size_t n, output_format f) no
   if (f == output_format::fp16) return all_representable<10, -14, 15, 2047, true>(x, n);
   return all_representable<23, -126, 127, 0xffffffu, true>(x, n);
 }
+
+}  // namespace detail
+
+namespace detail {
+
+// d[r] = dot_fast(p, in, a + r·K, b + r·K, K, c[r]) for r < n (c null: 0).
+KVQ_FORCEINLINE void dot_rows(const block_fma_params& p, input_format in, const float* a, const float* b,
+                              const float* c, std::size_t n, int K, float* d) noexcept {
+  const std::size_t k = static_cast<std::size_t>(K);
+  for (std::size_t r = 0; r < n; ++r) d[r] = dot_fast(p, in, a + r * k, b + r * k, K, c != nullptr ? c[r] : 0.0f);
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+// dot_rows compiled for x86-64-v3 (kvq/core/isa.hpp).
+KVQ_TARGET_X86_64_V3 inline void dot_rows_x86_64_v3(const block_fma_params& p, input_format in, const float* a,
+                                                    const float* b, const float* c, std::size_t n, int K,
+                                                    float* d) noexcept {
+  dot_rows(p, in, a, b, c, n, K, d);
+}
+#endif
 
 }  // namespace detail
 
@@ -136,8 +174,10 @@ inline void dot_batch(const preset_info& p, input_format in, const float* a, con
       throw std::invalid_argument("kvq::mma::dot_batch: product " + std::to_string(r) + ": c is not a " +
                                   name(p.params.out) + " value");
   }
-  for (std::size_t r = 0; r < n_products; ++r)
-    d[r] = dot_fast(p.params, in, a + r * k, b + r * k, K, c != nullptr ? c[r] : 0.0f);
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return detail::dot_rows_x86_64_v3(p.params, in, a, b, c, n_products, K, d);
+#endif
+  detail::dot_rows(p.params, in, a, b, c, n_products, K, d);
 }
 
 }  // namespace kvq::mma
