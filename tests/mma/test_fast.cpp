@@ -190,19 +190,26 @@ TEST_CASE("dot_batch reproduces every recorded tensor-core inner product and the
       if (f.o == output_format::fp16) cv = kvq_test::fp16_rne(cv);
       c.push_back(cv);
     }
-    std::vector<float> d(A.size());
-    dot_batch(p, f.in, a.data(), b.data(), c.data(), A.size(), static_cast<int>(K), d.data());
-    int vs_hw = 0, vs_model = 0;
-    for (std::size_t i = 0; i < A.size(); ++i) {
-      const std::uint32_t want = kvq_test::parse_binary_word(D[i]);
-      if (word_of(d[i]) != want) ++vs_hw;
-      const float m = dot(p.params, f.in, a.data() + i * K, b.data() + i * K, static_cast<int>(K), c[i]);
-      if (word_of(d[i]) != word_of(m)) ++vs_model;
+    // under each copy of the batch kernel (kvq/core/isa.hpp) this CPU runs
+    const kvq::isa before = kvq::active_isa();
+    for (kvq::isa copy : {kvq::isa::baseline, kvq::isa::x86_64_v3}) {
+      if (!kvq::cpu_supports(copy)) continue;
+      kvq::set_isa(copy);
+      std::vector<float> d(A.size());
+      dot_batch(p, f.in, a.data(), b.data(), c.data(), A.size(), static_cast<int>(K), d.data());
+      int vs_hw = 0, vs_model = 0;
+      for (std::size_t i = 0; i < A.size(); ++i) {
+        const std::uint32_t want = kvq_test::parse_binary_word(D[i]);
+        if (word_of(d[i]) != want) ++vs_hw;
+        const float m = dot(p.params, f.in, a.data() + i * K, b.data() + i * K, static_cast<int>(K), c[i]);
+        if (word_of(d[i]) != word_of(m)) ++vs_model;
+      }
+      INFO(f.gpu << " " << f.format << " -> " << f.out << " (K = " << K << "), " << kvq::isa_name(copy) << ": "
+                 << vs_hw << " lines differ from the hardware, " << vs_model << " from the exact model");
+      CHECK(vs_hw == 0);
+      CHECK(vs_model == 0);
     }
-    INFO(f.gpu << " " << f.format << " -> " << f.out << " (K = " << K << "): " << vs_hw
-                << " lines differ from the hardware, " << vs_model << " from the exact model");
-    CHECK(vs_hw == 0);
-    CHECK(vs_model == 0);
+    kvq::set_isa(before);
   }
 }
 
@@ -307,14 +314,20 @@ TEST_CASE("dot_batch rejects bad arguments with std::invalid_argument", "[mma][f
                   std::invalid_argument);
   CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, nullptr),
                   std::invalid_argument);
-  a[40] = 0.3f;  // not an e4m3 value
-  CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
-                  std::invalid_argument);
-  a[40] = 1.0f;
-  b[3] = INFINITY;  // e4m3 has no Inf
-  CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
-                  std::invalid_argument);
-  b[3] = 2.0f;
+  const kvq::isa before = kvq::active_isa();
+  for (kvq::isa copy : {kvq::isa::baseline, kvq::isa::x86_64_v3}) {  // both copies of the format check
+    if (!kvq::cpu_supports(copy)) continue;
+    kvq::set_isa(copy);
+    a[40] = 0.3f;  // not an e4m3 value
+    CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
+                    std::invalid_argument);
+    a[40] = 1.0f;
+    b[3] = INFINITY;  // e4m3 has no Inf
+    CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
+                    std::invalid_argument);
+    b[3] = 2.0f;
+  }
+  kvq::set_isa(before);
   preset_info wide = p;
   wide.params.k = max_block + 1;
   CHECK_THROWS_AS(dot_batch(wide, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
