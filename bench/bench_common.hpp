@@ -14,8 +14,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <kvq/core/isa.hpp>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
@@ -32,6 +35,8 @@ struct options {
 // Reads and removes kvq's own options, then hands the rest to Google Benchmark:
 //   --quick     1 MiB array and --benchmark_min_time=0.01 (a few seconds in all)
 //   --mib=N     input array of N MiB of float (default 256)
+//   --isa=NAME  the copy of the bulk kernels: baseline or x86-64-v3 (kvq/core/isa.hpp;
+//               default the best this CPU has); the one used is printed first
 inline options init(int& argc, char** argv) {
   options o;
   static std::vector<char*> args;
@@ -42,6 +47,13 @@ inline options init(int& argc, char** argv) {
     const char* a = args[static_cast<std::size_t>(i)];
     if (std::strcmp(a, "--quick") == 0) {
       o.quick = true;
+    } else if (std::strncmp(a, "--isa=", 6) == 0) {
+      try {
+        kvq::set_isa(kvq::parse_isa(a + 6));
+      } catch (const std::invalid_argument& e) {
+        std::fprintf(stderr, "--isa: %s\n", e.what());
+        std::exit(2);
+      }
     } else if (std::strncmp(a, "--mib=", 6) == 0) {
       o.mib = static_cast<std::size_t>(std::strtoull(a + 6, nullptr, 10));
     } else {
@@ -61,6 +73,7 @@ inline options init(int& argc, char** argv) {
   args.push_back(nullptr);
   benchmark::Initialize(&argc, args.data());
   if (benchmark::ReportUnrecognizedArguments(argc, args.data())) std::exit(2);
+  std::printf("bulk kernels: %s\n", kvq::isa_name(kvq::active_isa()));
   return o;
 }
 

@@ -10,6 +10,7 @@
 #include "subcommands.hpp"
 
 #include <kvq/config.hpp>
+#include <kvq/core/isa.hpp>
 
 #include <cerrno>
 #include <chrono>
@@ -164,6 +165,15 @@ static int run_command(int argc, char** argv) {
   std::string command_line = "kvq";
   for (const auto& a : args) command_line += " " + a;
   try {
+    // KVQ_ISA=baseline|x86-64-v3 picks the copy of the bulk kernels (kvq/core/isa.hpp; the
+    // same variable and names as Python's); unset or empty: the best this CPU has.
+    if (const char* isa = std::getenv("KVQ_ISA"); isa != nullptr && *isa != '\0') {
+      try {
+        kvq::set_isa(kvq::parse_isa(isa));
+      } catch (const std::invalid_argument& e) {
+        throw usage_error(std::string("KVQ_ISA: ") + e.what());
+      }
+    }
     if (args.empty()) {
       std::fputs(main_help().c_str(), stderr);
       return 2;
