@@ -8,6 +8,10 @@ x86-64-v3 (AVX2, FMA, F16C, BMI2) and chosen when the CPU has it. Both give the 
 ``KVQ_ISA=baseline`` or ``KVQ_ISA=x86-64-v3`` forces one (ValueError for another value,
 ImportError when the forced build is missing or the CPU lacks its instructions).
 ``kvq.isa`` names the build in use.
+
+The baseline build also carries x86-64-v3 copies of the bulk kernels (encode, block
+quantize/dequantize: kvq/core/isa.hpp), which it runs where the CPU has them and the
+x86-64-v3 module is missing; ``KVQ_ISA=baseline`` makes it run its portable ones.
 """
 
 import os
@@ -20,6 +24,7 @@ def _load():
     if forced not in ("", "baseline", "x86-64-v3"):
         raise ValueError(f"KVQ_ISA={forced!r}: expected 'baseline' or 'x86-64-v3'")
     if forced == "baseline":
+        _baseline.set_kernel_isa("baseline")
         return _baseline
     if not _baseline.cpu_supports_x86_64_v3():
         if forced:

@@ -850,6 +850,16 @@ KVQ_NB_MODULE(KVQ_EXT_MODULE, m) {
 #endif
       },
       "Whether this CPU runs the x86-64-v3 build (AVX2, FMA, F16C, BMI1/2, MOVBE).");
+  // The copy of the bulk kernels inside this module (kvq/core/isa.hpp): the baseline
+  // module also carries x86-64-v3 copies of them; KVQ_ISA=baseline selects its portable
+  // ones (kvq/_native.py).
+  m.def(
+      "set_kernel_isa", [](const std::string& name) { kvq::set_isa(kvq::parse_isa(name)); }, nb::arg("isa"),
+      "Runs the 'baseline' or 'x86-64-v3' copy of the bulk kernels from now on (the same bits; ValueError "
+      "for another name or one this CPU cannot run).");
+  m.def(
+      "kernel_isa", []() { return std::string(kvq::isa_name(kvq::active_isa())); },
+      "The copy of the bulk kernels that runs: 'baseline' or 'x86-64-v3'.");
   m.doc() = "Bit-exact emulation of low-precision KV-cache number formats (C++ extension of the kvq package).";
 
   m.def("formats", &formats_py, nb::sig("def formats() -> list[dict[str, typing.Any]]"),

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import kvq
@@ -73,7 +74,7 @@ v = rng.standard_normal((2, 300, 128)).astype(np.float32)
 for path in ("ideal_fp32", "sm90"):
     out = kvq.fa3_fp8_attention(q, k, v, path)
     put(out if not isinstance(out, tuple) else out[0])
-print(kvq.isa, h.hexdigest())
+print(kvq.isa, kvq._native.ext.kernel_isa(), h.hexdigest())
 """
 
 
@@ -81,8 +82,9 @@ def run_build(isa):
     env = dict(os.environ, KVQ_ISA=isa)
     r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    got_isa, digest = r.stdout.split()
+    got_isa, kernels, digest = r.stdout.split()
     assert got_isa == isa
+    assert kernels == isa  # KVQ_ISA=baseline also selects the baseline module's portable kernels
     return digest
 
 
@@ -108,3 +110,23 @@ def test_bad_isa_names_are_refused():
     env = dict(os.environ, KVQ_ISA="avx512")
     r = subprocess.run([sys.executable, "-c", "import kvq"], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and "KVQ_ISA='avx512': expected 'baseline' or 'x86-64-v3'" in r.stderr
+
+
+def test_kernel_copies_are_chosen_by_name():
+    ext = _native.ext
+    before = ext.kernel_isa()
+    assert before == ("x86-64-v3" if kvq._kvq.cpu_supports_x86_64_v3() else "baseline")
+    x = (np.random.default_rng(7).standard_normal(100_003) * 100).astype(np.float32)
+    try:
+        ext.set_kernel_isa("baseline")
+        assert ext.kernel_isa() == "baseline"
+        portable = kvq.encode(x, "e4m3"), kvq.quantize(x.reshape(1, -1)[:, :99_968], "nvfp4_te")
+        with pytest.raises(ValueError, match="unknown instruction set 'avx512'"):
+            ext.set_kernel_isa("avx512")
+        assert ext.kernel_isa() == "baseline"
+    finally:
+        ext.set_kernel_isa(before)
+    fast = kvq.encode(x, "e4m3"), kvq.quantize(x.reshape(1, -1)[:, :99_968], "nvfp4_te")
+    assert np.array_equal(portable[0], fast[0])
+    for a, b in zip(portable[1], fast[1]):
+        assert (a is None and b is None) or np.array_equal(np.asarray(a), np.asarray(b))
