@@ -15,6 +15,7 @@
 
 #include <kvq/block.hpp>
 
+#include "../core/isa_copies.hpp"
 #include "block_inputs.hpp"
 
 namespace kb = kvq::block;
@@ -70,24 +71,6 @@ const std::vector<float>& tensor_values() {
   return v;
 }
 
-/// The instruction sets this CPU and build run (kvq::cpu_supports).
-std::vector<kvq::isa> runnable_isas() {
-  std::vector<kvq::isa> v{kvq::isa::baseline};
-  if (kvq::cpu_supports(kvq::isa::x86_64_v3)) v.push_back(kvq::isa::x86_64_v3);
-  return v;
-}
-
-/// Runs body() under each runnable instruction set, then restores the one before.
-template <class Body>
-void for_each_isa(Body&& body) {
-  const kvq::isa before = kvq::active_isa();
-  for (kvq::isa i : runnable_isas()) {
-    kvq::set_isa(i);
-    body(i);
-  }
-  kvq::set_isa(before);
-}
-
 std::uint64_t fnv1a(const void* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
   const unsigned char* c = static_cast<const unsigned char*>(p);
   for (std::size_t i = 0; i < n; ++i) h = (h ^ c[i]) * 1099511628211ull;
@@ -141,7 +124,7 @@ void check_scheme_one_isa(const S& s, const char* label) {
 template <class S>
 void check_scheme(const S& s, const char* label) {
   std::vector<std::uint64_t> hashes;
-  for_each_isa([&](kvq::isa i) {
+  kvq_test::for_each_isa([&](kvq::isa i) {
     INFO("instruction set " << kvq::isa_name(i));
     check_scheme_one_isa(s, label);
     hashes.push_back(output_hash(s));
@@ -229,7 +212,7 @@ TEST_CASE("tensor_amax equals block_amax bit for bit", "[block][bulk]") {
       if (seed % 8 == 6 && n > 0) x[n / 2] = -std::numeric_limits<float>::infinity();
       for (kb::amax_nan rule : rules) {
         const float want = kb::block_amax<kb::f32_input>(x.data(), n, rule);
-        for_each_isa([&](kvq::isa i) {
+        kvq_test::for_each_isa([&](kvq::isa i) {
           const float got = kb::tensor_amax(x.data(), n, rule);
           INFO("n " << n << " seed " << seed << " rule " << static_cast<int>(rule) << " " << kvq::isa_name(i));
           CHECK(to_bits(got) == to_bits(want));

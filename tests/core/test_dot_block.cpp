@@ -11,6 +11,8 @@
 
 #include <kvq/core/dot_block.hpp>
 
+#include "isa_copies.hpp"
+
 namespace {
 
 template <class T, class Op>
@@ -81,8 +83,11 @@ TEST_CASE("tree_dot_block gives every pair tree_dot's bits: any length, batch an
   for (std::size_t n : {0, 1, 3, 7, 8, 9, 16, 31, 64, 100, 128, 129}) {
     for (std::size_t n_rows : {0, 1, 3, 4, 5, 8, 9, 17}) {
       for (std::size_t n_vec : {0, 1, 2, 5}) {
-        check_block<float>(gen, n, n_vec, n_rows);
-        check_block<double>(gen, n, n_vec, n_rows);
+        kvq_test::for_each_isa([&](kvq::isa i) {
+          INFO("kernel copy " << kvq::isa_name(i));
+          check_block<float>(gen, n, n_vec, n_rows);
+          check_block<double>(gen, n, n_vec, n_rows);
+        });
       }
     }
   }

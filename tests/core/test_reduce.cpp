@@ -13,6 +13,8 @@
 #include <kvq/core/reduce.hpp>
 #include <kvq/core/float16.hpp>
 
+#include "isa_copies.hpp"
+
 namespace {
 
 // The documented shape, written directly: split at the largest power of two < n.
@@ -130,12 +132,15 @@ TEST_CASE("dot, strided, max and vector accumulators follow the same tree", "[re
 TEST_CASE("tree_dot_rows gives each row's tree_dot bits, any length, row count and stride", "[reduce][quick]") {
   std::mt19937 gen(5);
   for (std::size_t n : {0, 1, 2, 3, 5, 7, 8, 31, 32, 33, 64, 80, 96, 127, 128, 129, 200, 256, 300}) {
-    for (std::size_t n_rows : {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 33}) {
-      check_dot_rows<float>(gen, n, n_rows, n);
-      check_dot_rows<double>(gen, n, n_rows, n);
-    }
-    check_dot_rows<float>(gen, n, 19, n + 3);  // rows of a wider matrix
-    check_dot_rows<double>(gen, n, 19, n + 5);
+    kvq_test::for_each_isa([&](kvq::isa i) {
+      INFO("kernel copy " << kvq::isa_name(i));
+      for (std::size_t n_rows : {0, 1, 3, 4, 7, 8, 9, 15, 16, 17, 33}) {
+        check_dot_rows<float>(gen, n, n_rows, n);
+        check_dot_rows<double>(gen, n, n_rows, n);
+      }
+      check_dot_rows<float>(gen, n, 19, n + 3);  // rows of a wider matrix
+      check_dot_rows<double>(gen, n, 19, n + 5);
+    });
   }
   // the lanes accumulator alone: lane j equals tree_sum of lane j's values
   kvq::reduce::tree_accumulator_lanes<float, 3> acc;

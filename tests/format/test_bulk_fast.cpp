@@ -20,6 +20,8 @@
 
 #include <kvq/format.hpp>
 
+#include "../core/isa_copies.hpp"
+
 namespace {
 
 float from_bits(std::uint32_t u) {
@@ -148,24 +150,14 @@ void check_loop(const char* name, loop_fn loop, const std::vector<float>& xs) {
   }
 }
 
-/// The instruction sets this CPU and build run (kvq::cpu_supports).
-std::vector<kvq::isa> runnable_isas() {
-  std::vector<kvq::isa> v{kvq::isa::baseline};
-  if (kvq::cpu_supports(kvq::isa::x86_64_v3)) v.push_back(kvq::isa::x86_64_v3);
-  return v;
-}
-
 template <class F, kvq::overflow O>
 void check_format(const std::vector<float>& xs) {
   check_loop<F, O>("portable", &kvq::detail::encode_rne_loop_portable<F, O>, xs);
-  const kvq::isa before = kvq::active_isa();
-  for (kvq::isa i : runnable_isas()) {
-    kvq::set_isa(i);
+  kvq_test::for_each_isa([&](kvq::isa i) {
     check_loop<F, O>(kvq::isa_name(i), [](const float* in, std::size_t n, std::uint8_t* out) {
       kvq::encode_n<F>(in, n, out, kvq::rounding::nearest_even, O);
     }, xs);
-  }
-  kvq::set_isa(before);
+  });
 #if defined(KVQ_HAVE_F16C_ENCODE)
   if constexpr (kvq::detail::f16c::covers<F>)
     if (kvq::cpu_supports(kvq::isa::x86_64_v3)) check_loop<F, O>("f16c", &kvq::detail::f16c::encode_rne_loop<F, O>, xs);

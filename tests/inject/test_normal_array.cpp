@@ -12,6 +12,8 @@
 
 #include <kvq/inject/normal_array.hpp>
 
+#include "../core/isa_copies.hpp"
+
 namespace {
 std::uint64_t bits64(double x) {
   std::uint64_t u;
@@ -27,13 +29,17 @@ TEST_CASE("normal_doubles gives normal_double's bits for every counter", "[injec
     std::uint64_t first = trial % 4 == 0 ? 0 : gen();
     if (trial % 5 == 1) first = ~std::uint64_t{0} - 3000;  // wraps past 2^64 - 1
     const std::size_t count = 5000 + static_cast<std::size_t>(trial);
-    std::vector<double> z(count + 1, 12345.0);
-    kvq::inject::normal_doubles(rng, first, count, z.data());
-    for (std::size_t i = 0; i < count; ++i) {
-      INFO("seed " << rng.seed << " stream " << rng.stream << " counter " << first + i);
-      REQUIRE(bits64(z[i]) == bits64(rng.normal_double(first + i)));
-    }
-    REQUIRE(z[count] == 12345.0);  // nothing written past count
+    // under each copy of the kernel this CPU runs (kvq/core/isa.hpp)
+    kvq_test::for_each_isa([&](kvq::isa copy) {
+      std::vector<double> z(count + 1, 12345.0);
+      kvq::inject::normal_doubles(rng, first, count, z.data());
+      for (std::size_t i = 0; i < count; ++i) {
+        INFO("seed " << rng.seed << " stream " << rng.stream << " counter " << first + i << ", "
+                     << kvq::isa_name(copy));
+        REQUIRE(bits64(z[i]) == bits64(rng.normal_double(first + i)));
+      }
+      REQUIRE(z[count] == 12345.0);  // nothing written past count
+    });
   }
   // The integer conversion the kernel rewrites, over its whole domain's edges (u1's
   // numerator (b1 >> 11) + 1 reaches 2^53) and at random.

@@ -6,6 +6,7 @@
 //    signed zeros, subnormals, cancelling products and wide exponent spreads, the fast
 //    path must return the same bits.
 // And the checked entry's argument errors.
+#include "../core/isa_copies.hpp"
 #include "vectors.hpp"
 
 #include <kvq/mma.hpp>
@@ -191,10 +192,7 @@ TEST_CASE("dot_batch reproduces every recorded tensor-core inner product and the
       c.push_back(cv);
     }
     // under each copy of the batch kernel (kvq/core/isa.hpp) this CPU runs
-    const kvq::isa before = kvq::active_isa();
-    for (kvq::isa copy : {kvq::isa::baseline, kvq::isa::x86_64_v3}) {
-      if (!kvq::cpu_supports(copy)) continue;
-      kvq::set_isa(copy);
+    kvq_test::for_each_isa([&](kvq::isa copy) {
       std::vector<float> d(A.size());
       dot_batch(p, f.in, a.data(), b.data(), c.data(), A.size(), static_cast<int>(K), d.data());
       int vs_hw = 0, vs_model = 0;
@@ -208,8 +206,7 @@ TEST_CASE("dot_batch reproduces every recorded tensor-core inner product and the
                  << vs_hw << " lines differ from the hardware, " << vs_model << " from the exact model");
       CHECK(vs_hw == 0);
       CHECK(vs_model == 0);
-    }
-    kvq::set_isa(before);
+    });
   }
 }
 
@@ -314,10 +311,7 @@ TEST_CASE("dot_batch rejects bad arguments with std::invalid_argument", "[mma][f
                   std::invalid_argument);
   CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, nullptr),
                   std::invalid_argument);
-  const kvq::isa before = kvq::active_isa();
-  for (kvq::isa copy : {kvq::isa::baseline, kvq::isa::x86_64_v3}) {  // both copies of the format check
-    if (!kvq::cpu_supports(copy)) continue;
-    kvq::set_isa(copy);
+  kvq_test::for_each_isa([&](kvq::isa) {  // both copies of the format check
     a[40] = 0.3f;  // not an e4m3 value
     CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
                     std::invalid_argument);
@@ -326,8 +320,7 @@ TEST_CASE("dot_batch rejects bad arguments with std::invalid_argument", "[mma][f
     CHECK_THROWS_AS(dot_batch(p, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),
                     std::invalid_argument);
     b[3] = 2.0f;
-  }
-  kvq::set_isa(before);
+  });
   preset_info wide = p;
   wide.params.k = max_block + 1;
   CHECK_THROWS_AS(dot_batch(wide, input_format::e4m3, a.data(), b.data(), c.data(), 2, 32, d.data()),

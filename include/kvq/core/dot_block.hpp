@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <kvq/config.hpp>
+#include <kvq/core/isa.hpp>
 #include <kvq/core/reduce.hpp>
 
 namespace kvq {
@@ -33,7 +35,7 @@ namespace detail {
 
 /// The balanced tree of the 8 products a[i + e] * panel row (i + e), per lane.
 template <class Acc, int L>
-inline void chunk8(const Acc* a, const Acc* p, Acc* v) {
+KVQ_FORCEINLINE void chunk8(const Acc* a, const Acc* p, Acc* v) {
   for (int j = 0; j < L; ++j) {
     const Acc p0 = a[0] * p[j], p1 = a[1] * p[L + j], p2 = a[2] * p[2 * L + j], p3 = a[3] * p[3 * L + j];
     const Acc p4 = a[4] * p[4 * L + j], p5 = a[5] * p[5 * L + j], p6 = a[6] * p[6 * L + j], p7 = a[7] * p[7 * L + j];
@@ -46,7 +48,7 @@ inline void chunk8(const Acc* a, const Acc* p, Acc* v) {
 /// 8-product chunks), then of 8, then single products, pushed at the levels the
 /// streaming tree gives them (tree_dot_rows' order, on contiguous lanes).
 template <class Acc, int L>
-inline void dot_panel(const Acc* a, const Acc* panel, std::size_t n, Acc* res) {
+KVQ_FORCEINLINE void dot_panel_body(const Acc* a, const Acc* panel, std::size_t n, Acc* res) {
   tree_accumulator_lanes<Acc, L> acc;
   Acc v[L];
   std::size_t i = 0;
@@ -72,6 +74,20 @@ inline void dot_panel(const Acc* a, const Acc* panel, std::size_t n, Acc* res) {
   acc.result(res);
 }
 
+/// dot_panel_body, for the translation unit's own target.
+template <class Acc, int L>
+inline void dot_panel(const Acc* a, const Acc* panel, std::size_t n, Acc* res) {
+  dot_panel_body<Acc, L>(a, panel, n, res);
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// dot_panel_body compiled for x86-64-v3 (kvq/core/isa.hpp).
+template <class Acc, int L>
+KVQ_TARGET_X86_64_V3 void dot_panel_x86_64_v3(const Acc* a, const Acc* panel, std::size_t n, Acc* res) {
+  dot_panel_body<Acc, L>(a, panel, n, res);
+}
+#endif
+
 }  // namespace detail
 
 /// out[v * out_stride + r] = tree_dot<Acc>(a + v * a_stride, rows + r * row_stride, n) for
@@ -88,6 +104,10 @@ inline void tree_dot_block(const T* a, std::size_t a_stride, std::size_t n_vec, 
   // The vectors converted to Acc once (exact for float -> double), not once per block.
   for (std::size_t vi = 0; vi < n_vec; ++vi)
     for (std::size_t i = 0; i < n; ++i) av[vi * n + i] = static_cast<Acc>(a[vi * a_stride + i]);
+  auto dot_panel = &detail::dot_panel<Acc, L>;  // the copy kvq::active_isa() chose
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) dot_panel = &detail::dot_panel_x86_64_v3<Acc, L>;
+#endif
   std::size_t r = 0;
   for (; r + LL <= n_rows; r += LL) {
     for (std::size_t j = 0; j < LL; ++j) {
@@ -96,7 +116,7 @@ inline void tree_dot_block(const T* a, std::size_t a_stride, std::size_t n_vec, 
     }
     for (std::size_t vi = 0; vi < n_vec; ++vi) {
       Acc res[L];
-      detail::dot_panel<Acc, L>(av.data() + vi * n, panel.data(), n, res);
+      dot_panel(av.data() + vi * n, panel.data(), n, res);
       Out* o = out + vi * out_stride + r;
       for (std::size_t j = 0; j < LL; ++j) o[j] = static_cast<Out>(res[j]);
     }

@@ -3,17 +3,22 @@
 ///
 /// The kernels whose speed depends most on the instruction set (the F16C encoder of
 /// kvq/format/bulk.hpp, the block quantize/dequantize and tensor amax of
-/// kvq/block/bulk.hpp, the batched fast MMA of kvq/mma/fast.hpp) are compiled twice in
-/// every x86-64 host translation unit built by GCC or Clang: once for the translation
-/// unit's own target and once for x86-64-v3 (a function `target` attribute: AVX2, F16C,
-/// BMI1/2, LZCNT, POPCNT, MOVBE). The copy runs when the CPU has those extensions, so a
-/// portable build (no -march flag, a wheel) runs at the speed of a -march=native one.
+/// kvq/block/bulk.hpp, the batched fast MMA of kvq/mma/batch.hpp, the batched score dot
+/// products of kvq/core/reduce.hpp and kvq/core/dot_block.hpp, the normal draws of
+/// kvq/inject/normal_array.hpp) are compiled twice in every x86-64 host translation unit
+/// built by GCC or Clang: once for the translation unit's own target and once for
+/// x86-64-v3 (a function `target` attribute: AVX2, F16C, BMI1/2, LZCNT, POPCNT, MOVBE).
+/// The copy runs when the CPU has those extensions (and FMA), so a portable build (no
+/// -march flag, a wheel) runs them at the speed of a -march=native one.
 ///
 /// The x86-64-v3 copy leaves out FMA on purpose: without the instruction no compiler can
 /// contract a*b + c, whatever -ffp-contract the including translation unit uses, so both
 /// copies perform the same IEEE operations in the same order and give the same bits
 /// (tests/core/test_isa.cpp and the kernels' tests run every kernel under both and compare
-/// hashes). Where the translation unit already targets those extensions
+/// hashes). The one exception is the normal draws (KVQ_TARGET_X86_64_V3_FMA): kvq's log
+/// and cosine write std::fma, which without the instruction is a library call per lane;
+/// that copy has FMA and relies, like any -march=native build of kvq, on contraction
+/// being off (-ffp-contract=off, a usage requirement of the kvq::kvq target). Where the translation unit already targets those extensions
 /// (-march=x86-64-v3, -march=native on a recent CPU) there is one compilation, and
 /// isa::baseline selects the portable algorithm (the integer encoder instead of the F16C
 /// kernel), so that forcing each still compares two computations.
@@ -41,6 +46,12 @@
 #define KVQ_TARGET_X86_64_V3
 #else
 #define KVQ_TARGET_X86_64_V3 __attribute__((target("avx2,f16c,bmi,bmi2,lzcnt,popcnt,movbe")))
+#endif
+#if defined(__AVX2__) && defined(__F16C__) && defined(__BMI2__) && defined(__FMA__)
+/// KVQ_TARGET_X86_64_V3 with FMA, for kernels whose source writes fma (see above).
+#define KVQ_TARGET_X86_64_V3_FMA
+#else
+#define KVQ_TARGET_X86_64_V3_FMA __attribute__((target("avx2,f16c,bmi,bmi2,lzcnt,popcnt,movbe,fma")))
 #endif
 #include <cpuid.h>
 #endif
@@ -73,7 +84,7 @@ inline isa parse_isa(std::string_view s) {
 }
 
 /// Whether this process can run the kernels of i here: baseline always; x86-64-v3 where
-/// the copies exist, the CPU has every extension they use and the operating system
+/// the copies exist, the CPU has every extension they use (FMA included) and the operating system
 /// saves the AVX registers (CPUID and XGETBV, Intel SDM vol. 2A "CPUID" and 13.3).
 inline bool cpu_supports(isa i) noexcept {
   if (i == isa::baseline) return true;
@@ -81,8 +92,8 @@ inline bool cpu_supports(isa i) noexcept {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
   const bool f16c = (c >> 29) & 1u, movbe = (c >> 22) & 1u, popcnt = (c >> 23) & 1u, osxsave = (c >> 27) & 1u,
-             avx = (c >> 28) & 1u;
-  if (!(f16c && movbe && popcnt && osxsave && avx)) return false;
+             avx = (c >> 28) & 1u, fma = (c >> 12) & 1u;
+  if (!(f16c && movbe && popcnt && osxsave && avx && fma)) return false;
   unsigned xcr0_lo = 0, xcr0_hi = 0;
   __asm__("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0u));
   if ((xcr0_lo & 6u) != 6u) return false;  // XMM and YMM state
@@ -118,8 +129,8 @@ inline isa active_isa() noexcept {
 inline void set_isa(isa i) {
   if (!cpu_supports(i))
     throw std::invalid_argument(std::string("instruction set ") + isa_name(i) +
-                                " is not available here (needs an x86-64 CPU with AVX2, F16C, BMI1/2, LZCNT, "
-                                "POPCNT and MOVBE, and a GCC or Clang build)");
+                                " is not available here (needs an x86-64 CPU with AVX2, FMA, F16C, BMI1/2, "
+                                "LZCNT, POPCNT and MOVBE, and a GCC or Clang build)");
   detail::isa_choice.store(static_cast<int>(i) + 1, std::memory_order_relaxed);
 }
 

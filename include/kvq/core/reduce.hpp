@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include <kvq/config.hpp>
+#include <kvq/core/isa.hpp>
 #include <kvq/core/math.hpp>
 
 namespace kvq {
@@ -243,8 +244,8 @@ struct dot_lanes {
 /// tree adds of neighbouring rows run in the same vector instructions. Used by the
 /// attention kernels for q.k_t over all keys.
 template <class Acc, class T, class U, class Out>
-KVQ_HD inline void tree_dot_rows(const T* a, const U* rows, std::size_t row_stride, std::size_t n_rows,
-                                 std::size_t n, Out* out) {
+KVQ_HD KVQ_FORCEINLINE void tree_dot_rows_body(const T* a, const U* rows, std::size_t row_stride, std::size_t n_rows,
+                                               std::size_t n, Out* out) {
   constexpr int L = dot_lanes<Acc>::value;
   constexpr std::size_t C = 8;  // elements per balanced chunk (2^3)
   std::size_t r = 0;
@@ -278,6 +279,28 @@ KVQ_HD inline void tree_dot_rows(const T* a, const U* rows, std::size_t row_stri
     for (int j = 0; j < L; ++j) out[r + static_cast<std::size_t>(j)] = static_cast<Out>(res[j]);
   }
   for (; r < n_rows; ++r) out[r] = static_cast<Out>(tree_dot<Acc>(a, rows + r * row_stride, n));
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// tree_dot_rows_body compiled for x86-64-v3 (kvq/core/isa.hpp).
+template <class Acc, class T, class U, class Out>
+KVQ_TARGET_X86_64_V3 void tree_dot_rows_x86_64_v3(const T* a, const U* rows, std::size_t row_stride,
+                                                  std::size_t n_rows, std::size_t n, Out* out) {
+  tree_dot_rows_body<Acc>(a, rows, row_stride, n_rows, n, out);
+}
+#endif
+
+/// tree_dot_rows_body in the copy kvq::active_isa() chose (the same bits).
+template <class Acc, class T, class U, class Out>
+KVQ_HD inline void tree_dot_rows(const T* a, const U* rows, std::size_t row_stride, std::size_t n_rows,
+                                 std::size_t n, Out* out) {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) {
+    tree_dot_rows_x86_64_v3<Acc>(a, rows, row_stride, n_rows, n, out);
+    return;
+  }
+#endif
+  tree_dot_rows_body<Acc>(a, rows, row_stride, n_rows, n, out);
 }
 
 /// Maximum of x[0..n) (NaN if any element is NaN); -inf for n == 0.

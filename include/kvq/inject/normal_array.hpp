@@ -24,6 +24,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/core/bits.hpp>
+#include <kvq/core/isa.hpp>
 #include <kvq/core/math.hpp>
 #include <kvq/inject/philox.hpp>
 #include <kvq/inject/random.hpp>
@@ -46,7 +47,7 @@ KVQ_HD inline double u53_to_double(std::uint64_t v) {
 }
 
 /// out[j] = normal_double(philox_block(seed, stream, index0 + j)) for j < normal_lanes.
-KVQ_HD inline void normal_group(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0, double* out) {
+KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0, double* out) {
   constexpr int L = normal_lanes;
   namespace md = kvq::math::detail;
   // Philox-4x32-10, lane by lane (philox.hpp).
@@ -159,15 +160,33 @@ KVQ_HD inline void normal_group(std::uint64_t seed, std::uint64_t stream, std::u
   for (int j = 0; j < L; ++j) out[j] = math::sqrt(-2.0 * lg[j]) * cs[j];
 }
 
+/// The whole groups of normal_doubles (count a multiple of normal_lanes).
+KVQ_HD KVQ_FORCEINLINE void normal_groups(const counter_rng& rng, std::uint64_t first, std::size_t count, double* out) {
+  for (std::size_t i = 0; i < count; i += static_cast<std::size_t>(normal_lanes)) normal_group(rng.seed, rng.stream, first + i, out + i);
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// normal_groups compiled for x86-64-v3 with FMA (kvq/core/isa.hpp: math.hpp writes fma).
+KVQ_TARGET_X86_64_V3_FMA inline void normal_groups_x86_64_v3(const counter_rng& rng, std::uint64_t first,
+                                                             std::size_t count, double* out) {
+  normal_groups(rng, first, count, out);
+}
+#endif
+
 }  // namespace detail
 
-/// out[i] = rng.normal_double(first + i) for i in [0, count), bit for bit.
+/// out[i] = rng.normal_double(first + i) for i in [0, count), bit for bit (the groups in
+/// the copy kvq::active_isa() chose).
 KVQ_HD inline void normal_doubles(const counter_rng& rng, std::uint64_t first, std::size_t count, double* out) {
   constexpr std::size_t L = detail::normal_lanes;
   const std::size_t whole = count - count % L;
-  std::size_t i = 0;
-  for (; i < whole; i += L) detail::normal_group(rng.seed, rng.stream, first + i, out + i);
-  for (; i < count; ++i) out[i] = rng.normal_double(first + i);
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) detail::normal_groups_x86_64_v3(rng, first, whole, out);
+  else detail::normal_groups(rng, first, whole, out);
+#else
+  detail::normal_groups(rng, first, whole, out);
+#endif
+  for (std::size_t i = whole; i < count; ++i) out[i] = rng.normal_double(first + i);
 }
 
 }  // namespace inject
