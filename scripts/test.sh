@@ -373,6 +373,11 @@ stage_bench_smoke() {
   bash "$ROOT/bench/bench_studies.sh" --kvq "$B/ci-release/kvq" --quick citations outliers
   # The one-run speed report on tiny sizes, without an older build or Python.
   bash "$ROOT/bench/bench_speed.sh" --kvq "$B/ci-release/kvq" --bench "$B/ci-release/bench" --python none --quick
+  # The two kernel copies on tiny sizes (their study CSVs must be identical), where the
+  # CPU runs the x86-64-v3 one.
+  if KVQ_ISA=x86-64-v3 "$B/ci-release/kvq" --version >/dev/null 2>&1; then
+    bash "$ROOT/bench/bench_isa.sh" --kvq "$B/ci-release/kvq" --bench "$B/ci-release/bench" --quick
+  fi
 }
 
 stage_notebooks() {
