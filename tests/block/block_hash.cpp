@@ -72,7 +72,9 @@ int main(int argc, char** argv) {
     try {
       const kvq::isa i = kvq::parse_isa(argv[1]);
       if (kvq::cpu_supports(i)) kvq::set_isa(i);
-      else std::fprintf(stderr, "block_hash: %s does not run here; %s instead\n", argv[1], kvq::isa_name(kvq::active_isa()));
+      else
+        std::fprintf(stderr, "block_hash: %s does not run here; %s instead\n", argv[1],
+                     kvq::isa_name(kvq::active_isa()));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "block_hash: %s\n", e.what());
       return 2;

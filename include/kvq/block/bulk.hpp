@@ -274,7 +274,8 @@ KVQ_FORCEINLINE void store_e2m1_16(const float* x, float s, std::uint8_t* out) n
 // what the kernel computes, and the product x * s is the same float multiply.
 
 /// store_e2m1_16(x, s0, out) then store_e2m1_16(x + 16, s1, out + 8).
-KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void store_e2m1_32_f16c(const float* x, float s0, float s1, std::uint8_t* out) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void store_e2m1_32_f16c(const float* x, float s0, float s1,
+                                                             std::uint8_t* out) noexcept {
   using kvq::detail::f16c::codes16;
   const __m256 v0 = _mm256_set1_ps(s0), v1 = _mm256_set1_ps(s1);
   const __m256i c0 = codes16<fmt::e2m1, overflow::satfinite>(_mm256_mul_ps(_mm256_loadu_ps(x), v0),
@@ -308,7 +309,8 @@ KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void store_codes32_f16c(const float* x, flo
 /// am[j] * k1, the one multiply): the NVFP4 block scales of 16 blocks with the F16C
 /// kernel, which gives encode_rne_float_fast's bits for every float (NaN amaxes: 0x7F).
 template <bool Two>
-KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void e4m3_scales16_f16c(const float* am, float k1, float k2, std::uint8_t* out) noexcept {
+KVQ_FORCEINLINE KVQ_TARGET_X86_64_V3 void e4m3_scales16_f16c(const float* am, float k1, float k2,
+                                                             std::uint8_t* out) noexcept {
   using kvq::detail::f16c::codes16;
   const __m256 v1 = _mm256_set1_ps(k1);
   __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(am), v1), a1 = _mm256_mul_ps(_mm256_loadu_ps(am + 8), v1);

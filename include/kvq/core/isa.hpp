@@ -18,10 +18,13 @@
 /// hashes). The one exception is the normal draws (KVQ_TARGET_X86_64_V3_FMA): kvq's log
 /// and cosine write std::fma, which without the instruction is a library call per lane;
 /// that copy has FMA and relies, like any -march=native build of kvq, on contraction
-/// being off (-ffp-contract=off, a usage requirement of the kvq::kvq target). Where the translation unit already targets those extensions
-/// (-march=x86-64-v3, -march=native on a recent CPU) there is one compilation, and
-/// isa::baseline selects the portable algorithm (the integer encoder instead of the F16C
-/// kernel), so that forcing each still compares two computations.
+/// being off (-ffp-contract=off, a usage requirement of the kvq::kvq target).
+///
+/// Where the translation unit already targets those extensions (-march=x86-64-v3,
+/// -march=native on a recent CPU) there is one compilation: isa::baseline then selects
+/// the portable algorithms of the encoders and block stores (the integer encoder instead
+/// of the F16C kernel), so that forcing each still compares two computations, and the
+/// other kernels run the same code either way.
 ///
 /// The choice is process-wide: the best the CPU has, unless set_isa chose another (for
 /// tests, and for the kvq command's and Python's KVQ_ISA=baseline|x86-64-v3). nvcc

@@ -161,8 +161,10 @@ KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t strea
 }
 
 /// The whole groups of normal_doubles (count a multiple of normal_lanes).
-KVQ_HD KVQ_FORCEINLINE void normal_groups(const counter_rng& rng, std::uint64_t first, std::size_t count, double* out) {
-  for (std::size_t i = 0; i < count; i += static_cast<std::size_t>(normal_lanes)) normal_group(rng.seed, rng.stream, first + i, out + i);
+KVQ_HD KVQ_FORCEINLINE void normal_groups(const counter_rng& rng, std::uint64_t first, std::size_t count,
+                                          double* out) {
+  constexpr std::size_t L = normal_lanes;
+  for (std::size_t i = 0; i < count; i += L) normal_group(rng.seed, rng.stream, first + i, out + i);
 }
 
 #if defined(KVQ_ISA_DISPATCH)
