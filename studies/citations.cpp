@@ -211,41 +211,32 @@ study_def definition() {
       const matrix_f& Q = built.data.q[0];
 
       // Queries in batches that share each pass over the keys (the weights are the
-      // per-query kernels' bits, kvq/attention/weights_batch.hpp).
-      const std::size_t B = std::min<std::size_t>(nq, 16);
+      // per-query kernels' bits, kvq/attention/weights_batch.hpp; a span's rank comes from
+      // the logits where they decide it, kvq/metrics/logit_rank.hpp, else from them).
+      const std::size_t B = std::min<std::size_t>(nq, 64);
       std::vector<double> p(B * n);
-      std::vector<float> s(B * n);
       std::vector<std::size_t> ref_rank(nq);
       std::vector<std::vector<std::size_t>> emu_rank(NP, std::vector<std::size_t>(nq));
       std::vector<std::vector<std::size_t>> spans(nq);
+      for (std::size_t q = 0; q < nq; ++q) spans[q] = built.needle_tokens(0, q);
       for (std::size_t q0 = 0; q0 < nq; q0 += B) {
         const std::size_t b = std::min(B, nq - q0);
-        lab::weights_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, p.data());
-        for (std::size_t q = q0; q < q0 + b; ++q) {
-          spans[q] = built.needle_tokens(0, q);
-          ref_rank[q] = lab::span_rank(p.data() + (q - q0) * n, n, spans[q]);
-        }
+        lab::span_ranks_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, &spans[q0], p.data(),
+                                        &ref_rank[q0]);
       }
       const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
       const unsigned workers = static_cast<unsigned>(std::min<std::size_t>(inner, NP));
       kvq::detail::parallel_tasks("kvq::study::citations", workers, workers, [&](std::size_t w) {
         matrix_f Kh(K.rows(), K.cols());
-        std::vector<double> pw;
-        std::vector<float> sw;
-        if (w > 0) {  // worker 0 reuses the reference pass's buffers
-          pw.resize(B * n);
-          sw.resize(B * n);
-        }
-        double* pb = w > 0 ? pw.data() : p.data();
-        float* sb = w > 0 ? sw.data() : s.data();
+        std::vector<float> s(B * n);
+        std::vector<double> p_row(n);
         for (std::size_t pi = w; pi < NP; pi += workers) {
           const scheme_spec& sch = scheme_named(passes[pi]);
           sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
           for (std::size_t q0 = 0; q0 < nq; q0 += B) {
             const std::size_t b = std::min(B, nq - q0);
-            lab::weights_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, sb, pb);
-            for (std::size_t q = q0; q < q0 + b; ++q)
-              emu_rank[pi][q] = lab::span_rank(pb + (q - q0) * n, n, spans[q]);
+            lab::span_ranks_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, &spans[q0], s.data(),
+                                       p_row.data(), &emu_rank[pi][q0]);
           }
         }
       });

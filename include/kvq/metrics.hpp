@@ -5,6 +5,7 @@
 
 #include <kvq/metrics/aggregate.hpp>
 #include <kvq/metrics/distribution.hpp>
+#include <kvq/metrics/logit_rank.hpp>
 #include <kvq/metrics/needle.hpp>
 #include <kvq/metrics/order.hpp>
 #include <kvq/metrics/output.hpp>

@@ -27,11 +27,11 @@
 namespace kvq {
 namespace attention {
 
-/// For queries v in [0, n_q) (row v of q at q + v * q_stride, K.cols elements):
-/// p[v * K.rows .. + K.rows) = reference_weights(q_v, K, ., bias), bit for bit. p: n_q *
-/// K.rows doubles; nonfinite (n_q bools, or nullptr): what reference_weights returned.
-inline void reference_weights_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
-                                    double* p, bool* nonfinite = nullptr, const float* bias = nullptr) {
+/// Steps 1-2 of reference_weights_batch: p[v * K.rows + t] = the logit q_v.k_t / sqrt(d)
+/// (+ bias[t]) of every pair, in double; nonfinite (n_q bools, or nullptr): whether a
+/// query's logits hold an infinity or NaN.
+inline void reference_logits_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
+                                   double* p, bool* nonfinite = nullptr, const float* bias = nullptr) {
   const std::size_t n = K.rows, d = K.cols;
   reduce::tree_dot_block<double>(q, q_stride, n_q, K.data, K.stride, n, d, p, n);
   const double rsd = math::sqrt(static_cast<double>(d));
@@ -44,22 +44,33 @@ inline void reference_weights_batch(const float* q, std::size_t q_stride, std::s
       bad = bad | !detail::finite(x);
       pv[t] = x;
     }
-    const double m = reduce::tree_max_blocked(pv, n);
-    for (std::size_t t = 0; t < n; ++t) pv[t] = pv[t] - m;
-    math::exp_n(pv, pv, n);
-    const double Z = reduce::tree_sum_blocked(pv, n);
-    for (std::size_t t = 0; t < n; ++t) pv[t] = pv[t] / Z;
     if (nonfinite != nullptr) nonfinite[v] = bad;
   }
 }
 
-/// For queries v in [0, n_q): p[v * K.rows .. + K.rows) = storage_weights(q_v, K, scale,
-/// ., ., bias), bit for bit (the fp32 scores, softmax and division, widened to double).
-/// s: n_q * K.rows floats of scratch; p: n_q * K.rows doubles; nonfinite: n_q bools or
-/// nullptr.
-inline void storage_weights_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
-                                  float scale, float* s, double* p, bool* nonfinite = nullptr,
-                                  const float* bias = nullptr) {
+/// Steps 3-6 of reference_weights_batch for one query: the logits pv[0..n) replaced by
+/// their softmax (max, subtract, exp, sum, divide).
+inline void reference_softmax_row(double* pv, std::size_t n) {
+  const double m = reduce::tree_max_blocked(pv, n);
+  for (std::size_t t = 0; t < n; ++t) pv[t] = pv[t] - m;
+  math::exp_n(pv, pv, n);
+  const double Z = reduce::tree_sum_blocked(pv, n);
+  for (std::size_t t = 0; t < n; ++t) pv[t] = pv[t] / Z;
+}
+
+/// For queries v in [0, n_q) (row v of q at q + v * q_stride, K.cols elements):
+/// p[v * K.rows .. + K.rows) = reference_weights(q_v, K, ., bias), bit for bit. p: n_q *
+/// K.rows doubles; nonfinite (n_q bools, or nullptr): what reference_weights returned.
+inline void reference_weights_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
+                                    double* p, bool* nonfinite = nullptr, const float* bias = nullptr) {
+  reference_logits_batch(q, q_stride, n_q, K, p, nonfinite, bias);
+  for (std::size_t v = 0; v < n_q; ++v) reference_softmax_row(p + v * K.rows, K.rows);
+}
+
+/// Steps 1-2 of storage_weights_batch: s[v * K.rows + t] = the fp32 logit (q_v.k_t) *
+/// scale (+ bias[t]) of every pair; nonfinite as in reference_logits_batch.
+inline void storage_logits_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
+                                 float scale, float* s, bool* nonfinite = nullptr, const float* bias = nullptr) {
   const std::size_t n = K.rows, d = K.cols;
   reduce::tree_dot_block<float>(q, q_stride, n_q, K.data, K.stride, n, d, s, n);
   for (std::size_t v = 0; v < n_q; ++v) {
@@ -71,14 +82,29 @@ inline void storage_weights_batch(const float* q, std::size_t q_stride, std::siz
       bad = bad | !detail::finite(x);
       sv[t] = x;
     }
-    const float m = reduce::tree_max_blocked(sv, n);
-    for (std::size_t t = 0; t < n; ++t) sv[t] = sv[t] - m;
-    math::exp_n(sv, sv, n);
-    const float Z = reduce::tree_sum_blocked(sv, n);
-    double* pv = p + v * n;
-    for (std::size_t t = 0; t < n; ++t) pv[t] = static_cast<double>(sv[t] / Z);
     if (nonfinite != nullptr) nonfinite[v] = bad;
   }
+}
+
+/// Steps 3-6 of storage_weights_batch for one query: the softmax of the fp32 logits
+/// sv[0..n) (sv is overwritten), widened to double into pv[0..n).
+inline void storage_softmax_row(float* sv, std::size_t n, double* pv) {
+  const float m = reduce::tree_max_blocked(sv, n);
+  for (std::size_t t = 0; t < n; ++t) sv[t] = sv[t] - m;
+  math::exp_n(sv, sv, n);
+  const float Z = reduce::tree_sum_blocked(sv, n);
+  for (std::size_t t = 0; t < n; ++t) pv[t] = static_cast<double>(sv[t] / Z);
+}
+
+/// For queries v in [0, n_q): p[v * K.rows .. + K.rows) = storage_weights(q_v, K, scale,
+/// ., ., bias), bit for bit (the fp32 scores, softmax and division, widened to double).
+/// s: n_q * K.rows floats of scratch; p: n_q * K.rows doubles; nonfinite: n_q bools or
+/// nullptr.
+inline void storage_weights_batch(const float* q, std::size_t q_stride, std::size_t n_q, rows_view<float> K,
+                                  float scale, float* s, double* p, bool* nonfinite = nullptr,
+                                  const float* bias = nullptr) {
+  storage_logits_batch(q, q_stride, n_q, K, scale, s, nonfinite, bias);
+  for (std::size_t v = 0; v < n_q; ++v) storage_softmax_row(s + v * K.rows, K.rows, p + v * K.rows);
 }
 
 }  // namespace attention

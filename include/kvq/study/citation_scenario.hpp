@@ -14,6 +14,7 @@
 #include <kvq/core/bits.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/inject/scenario.hpp>
+#include <kvq/metrics/logit_rank.hpp>
 #include <kvq/metrics/order.hpp>
 #include <kvq/study/error.hpp>
 #include <kvq/study/params.hpp>
@@ -127,6 +128,49 @@ inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<s
   for (std::size_t t : span)
     if (kvq::metrics::precedes(p, t, first)) first = t;
   return kvq::metrics::rank_of(p, n, first);
+}
+
+/// span_rank of the weights of b consecutive query rows in double on the original keys `K`
+/// (spans[v]: query v's span), into ranks[0..b): from the logits where they decide it
+/// (kvq/metrics/logit_rank.hpp), else from the weights (the same ranks either way). p: b *
+/// n doubles of scratch. Returns how many queries needed their weights.
+inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, const matrix_f& K,
+                                              const std::vector<std::size_t>* spans, double* p, std::size_t* ranks) {
+  const std::size_t n = static_cast<std::size_t>(K.rows());
+  kvq::attention::reference_logits_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), p);
+  std::size_t computed = 0;
+  for (std::size_t v = 0; v < b; ++v) {
+    double* pv = p + v * n;
+    std::size_t r = kvq::metrics::span_rank_from_logits(pv, n, spans[v].data(), spans[v].size());
+    if (r == 0) {
+      kvq::attention::reference_softmax_row(pv, n);
+      r = span_rank(pv, n, spans[v]);
+      ++computed;
+    }
+    ranks[v] = r;
+  }
+  return computed;
+}
+
+/// The same in fp32 on the dequantized keys `K` (softmax scale `scale`): s: b * n floats
+/// of scratch, p_row: n doubles (the weights of a query the logits leave undecided).
+inline std::size_t span_ranks_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale,
+                                         const std::vector<std::size_t>* spans, float* s, double* p_row,
+                                         std::size_t* ranks) {
+  const std::size_t n = static_cast<std::size_t>(K.rows());
+  kvq::attention::storage_logits_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), scale, s);
+  std::size_t computed = 0;
+  for (std::size_t v = 0; v < b; ++v) {
+    float* sv = s + v * n;
+    std::size_t r = kvq::metrics::span_rank_from_logits(sv, n, spans[v].data(), spans[v].size());
+    if (r == 0) {
+      kvq::attention::storage_softmax_row(sv, n, p_row);
+      r = span_rank(p_row, n, spans[v]);
+      ++computed;
+    }
+    ranks[v] = r;
+  }
+  return computed;
 }
 
 /// The head_dim check of every study built on citation_scenario (citations, policy,

@@ -1,0 +1,160 @@
+// span_rank_from_logits against the ranks of the weights themselves: the softmax the
+// attention kernels compute (attention::storage_softmax_row / reference_softmax_row),
+// then the best rank_of over the span, counted out. Whenever the logits decide, the two
+// must agree; near ties, tiny weights and non-finite logits must be left undecided.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <kvq/attention/weights_batch.hpp>
+#include <kvq/metrics/logit_rank.hpp>
+#include <kvq/metrics/order.hpp>
+
+namespace logit_rank_test {
+
+template <class T>
+std::size_t weights_rank(std::vector<T> x, const std::vector<std::size_t>& span) {
+  const std::size_t n = x.size();
+  std::vector<double> p(n);
+  if constexpr (std::is_same<T, float>::value) {
+    kvq::attention::storage_softmax_row(x.data(), n, p.data());
+  } else {
+    kvq::attention::reference_softmax_row(x.data(), n);
+    p = x;
+  }
+  std::size_t best = n + 1;
+  for (std::size_t t : span) best = std::min(best, kvq::metrics::rank_of(p.data(), n, t));
+  return best;
+}
+
+template <class T>
+std::size_t from_logits(const std::vector<T>& x, const std::vector<std::size_t>& span) {
+  return kvq::metrics::span_rank_from_logits(x.data(), x.size(), span.data(), span.size());
+}
+
+// Checks one case; returns whether the logits decided it.
+template <class T>
+bool check(const std::vector<T>& x, const std::vector<std::size_t>& span) {
+  const std::size_t got = from_logits(x, span);
+  if (got != 0) {
+    INFO("n = " << x.size() << ", span[0] = " << span[0]);
+    REQUIRE(got == weights_rank(x, span));
+  }
+  return got != 0;
+}
+
+inline std::vector<std::size_t> random_span(std::mt19937_64& gen, std::size_t n) {
+  std::vector<std::size_t> s(1 + gen() % 4);
+  for (auto& t : s) t = gen() % n;
+  return s;
+}
+
+template <class T>
+void random_cases(std::mt19937_64& gen) {
+  std::size_t decided = 0, cases = 0;
+  for (std::size_t n : {1, 2, 3, 17, 100, 1000, 4096}) {
+    for (int rep = 0; rep < 40; ++rep) {
+      const double spread = rep % 4 == 0 ? 1.0 : (rep % 4 == 1 ? 8.0 : (rep % 4 == 2 ? 40.0 : 0.001));
+      std::normal_distribution<double> nd(0.0, spread);
+      std::vector<T> x(n);
+      for (auto& v : x) v = static_cast<T>(nd(gen));
+      if (rep % 5 == 0)  // exact ties: values on a coarse grid
+        for (auto& v : x) v = static_cast<T>(std::round(static_cast<double>(v) * 4.0) / 4.0);
+      const auto span = random_span(gen, n);
+      if (rep % 3 == 0) x[span[0]] = x[0] + static_cast<T>(2);  // a span near the top
+      const bool d = check(x, span);
+      if (rep % 4 < 2) {  // spreads 1 and 8: ordinary logits
+        decided += d ? 1 : 0;
+        ++cases;
+      }
+    }
+  }
+  // The shortcut must actually be taken on ordinary logits.
+  CHECK(decided * 10 >= cases * 8);
+}
+
+}  // namespace logit_rank_test
+
+using namespace logit_rank_test;
+
+TEST_CASE("span_rank_from_logits: random, tied and clustered logits give the weights' rank", "[metrics][logit_rank]") {
+  std::mt19937_64 gen(2026);
+  random_cases<float>(gen);
+  random_cases<double>(gen);
+}
+
+TEST_CASE("span_rank_from_logits: logits a few ulps apart are undecided or right", "[metrics][logit_rank]") {
+  std::mt19937_64 gen(7);
+  for (int k = 1; k <= 4096; k *= 2) {
+    for (double base : {-0.5, -3.0, -20.0, 0.0}) {
+      // Key 5 is ranked; keys 0..9 sit k ulps above or below it, both index sides.
+      std::vector<float> xf(64, -50.0f);
+      std::vector<double> xd(64, -50.0);
+      xf[40] = 0.0f;
+      xd[40] = 0.0;  // the maximum
+      float vf = static_cast<float>(base);
+      double vd = base;
+      xf[5] = vf;
+      xd[5] = vd;
+      for (int i = 0; i < 10; ++i) {
+        if (i == 5) continue;
+        float a = vf;
+        double b = vd;
+        const bool up = (i % 2 == 0) != (k % 3 == 0);
+        for (int s = 0; s < k * (1 + i % 3); ++s) {
+          a = std::nextafter(a, up ? 1.0f : -1.0f);
+          b = std::nextafter(b, up ? 1.0 : -1.0);
+        }
+        xf[static_cast<std::size_t>(i)] = a;
+        xd[static_cast<std::size_t>(i)] = b;
+      }
+      check(xf, {5});
+      check(xd, {5});
+      check(xf, {5, 7});
+      check(xd, {3, 5});
+    }
+  }
+  // One ulp away is always a near tie.
+  std::vector<float> xf{0.0f, -1.0f, std::nextafter(-1.0f, 0.0f)};
+  CHECK(from_logits(xf, {1}) == 0);
+  std::vector<double> xd{0.0, -1.0, std::nextafter(-1.0, -2.0)};
+  CHECK(from_logits(xd, {2}) == 0);
+}
+
+TEST_CASE("span_rank_from_logits: a logit order the weights do not keep is left undecided", "[metrics][logit_rank]") {
+  // exp(-1e-8) and exp(-2e-8) both round to 1 in float: the weights tie and key 0 (the
+  // lower logit) precedes key 1 by index, against the logits' order.
+  const std::vector<float> x{-2e-8f, -1e-8f, -5.0f, -6.0f};
+  REQUIRE(weights_rank(x, {1}) == 2);
+  CHECK(from_logits(x, {1}) == 0);
+  // Far apart, the logits decide, and agree.
+  const std::vector<float> y{-2.0f, -1.0f, -5.0f, -6.0f};
+  CHECK(from_logits(y, {1}) == 1);
+  CHECK(from_logits(y, {0}) == 2);
+  CHECK(from_logits(y, {3, 2}) == 3);
+}
+
+TEST_CASE("span_rank_from_logits: tiny weights, infinities, NaN and empty input are undecided", "[metrics][logit_rank]") {
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(from_logits(std::vector<float>{0.0f, -120.0f, -1.0f}, {1}) == 0);  // weight below 2^-118
+  CHECK(from_logits(std::vector<float>{0.0f, -60.0f, -1.0f}, {1}) == 3);   // e^-60: normal
+  CHECK(from_logits(std::vector<double>{0.0, -800.0, -1.0}, {1}) == 0);
+  CHECK(from_logits(std::vector<double>{0.0, -600.0, -1.0}, {1}) == 3);
+  CHECK(from_logits(std::vector<float>{0.0f, inf, -1.0f}, {2}) == 0);
+  CHECK(from_logits(std::vector<float>{0.0f, -inf, -1.0f}, {2}) == 0);
+  CHECK(from_logits(std::vector<float>{0.0f, std::nanf(""), -1.0f}, {2}) == 0);
+  CHECK(kvq::metrics::span_rank_from_logits<float>(nullptr, 0, nullptr, 0) == 0);
+  const std::vector<float> one{3.0f};
+  CHECK(from_logits(one, {0}) == 1);
+  CHECK(kvq::metrics::span_rank_from_logits(one.data(), 1, nullptr, 0) == 0);
+  // Signed zeros tie: the lower index comes first.
+  CHECK(check(std::vector<float>{-0.0f, 0.0f, -3.0f}, {1}));
+  CHECK(from_logits(std::vector<float>{-0.0f, 0.0f, -3.0f}, {1}) == 2);
+  // Huge logits: the margin grows with the distance to the maximum.
+  check(std::vector<float>{1e30f, -1e30f, -1e30f, 0.0f}, {2});
+  check(std::vector<double>{1e300, 0.0, -1.0, 2.0}, {2});
+}
