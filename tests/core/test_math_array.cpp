@@ -2,6 +2,8 @@
 // is test_math (Boost.Multiprecision). Here: the rewritten steps (Dekker's product for the
 // ln2 tail, 2^k from the shifter's bits) for every k the fast range reaches, and exp_n
 // against the scalar function over every edge class and a dense sweep of the fast range.
+// sincos_n against the scalar math::sincos (whose oracle is test_math and the exhaustive
+// sweep) in both kernel copies.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include <kvq/core/math_array.hpp>
+
+#include "isa_copies.hpp"
 
 namespace {
 std::uint64_t bits64(double x) {
@@ -85,4 +89,62 @@ TEST_CASE("exp_n gives math::exp's bits for every element (double and float)", "
     INFO("offset " << off << ": " << bad << " of " << n << " differ, the first at x = " << first_bad);
     REQUIRE(bad == 0);
   }
+}
+
+TEST_CASE("sincos_n gives math::sincos's bits for every element, in both kernel copies", "[math][quick]") {
+  std::vector<float> x;
+  const float inf = std::numeric_limits<float>::infinity();
+  // edges: specials, zeros, subnormals, both sides of float(pi/4) (no reduction at or
+  // below it), the quadrant boundaries, the largest floats (the last table windows)
+  for (float v : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
+                  std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(), 0.785398163397448309615f, 1.5707964f, 3.1415927f, 4.712389f,
+                  6.2831855f, 1e20f, 1e38f, -1e-30f})
+    for (int d = -3; d <= 3; ++d) {
+      float y = v;
+      for (int k = 0; k < (d < 0 ? -d : d); ++k) y = std::nextafter(y, d < 0 ? -inf : inf);
+      x.push_back(y);
+    }
+  // every bit pattern at a prime stride (every exponent, both signs, NaN payloads)
+  for (std::uint64_t u = 0; u < (1ull << 32); u += 4099) {
+    float v;
+    const std::uint32_t w = static_cast<std::uint32_t>(u);
+    std::memcpy(&v, &w, 4);
+    x.push_back(v);
+  }
+  // RoPE's angles: float(position) * inv_freq for 16k positions, head dimension 128
+  for (std::size_t pos = 0; pos < 16384; pos += 7)
+    for (int i = 0; i < 64; ++i)
+      x.push_back(static_cast<float>(pos) * static_cast<float>(std::pow(10000.0, -i / 64.0)));
+  // near multiples of pi/2 (fractions close to 1/2 and to 0)
+  for (int k = 1; k < 100000; k += 37) {
+    const float v = static_cast<float>(k * 1.5707963267948966);
+    for (float y : {std::nextafter(v, 0.0f), v, std::nextafter(v, inf)}) x.push_back(y);
+  }
+  kvq_test::for_each_isa([&](kvq::isa copy) {
+    for (std::size_t off = 0; off < 8; off += 3) {  // group alignments and tails
+      const std::size_t n = x.size() - off;
+      std::vector<float> s(n), c(n);
+      kvq::math::sincos_n(x.data() + off, s.data(), c.data(), n);
+      std::size_t bad = 0;
+      float first_bad = 0.0f;
+      for (std::size_t i = 0; i < n; ++i) {
+        float ws = 0.0f, wc = 0.0f;
+        kvq::math::sincos(x[off + i], ws, wc);
+        if ((bits32(s[i]) != bits32(ws) || bits32(c[i]) != bits32(wc)) && bad++ == 0) first_bad = x[off + i];
+      }
+      INFO("copy " << kvq::isa_name(copy) << ", offset " << off << ": " << bad << " of " << n
+                   << " differ, the first at x = " << first_bad);
+      REQUIRE(bad == 0);
+    }
+    // in place (s aliasing x)
+    std::vector<float> y(x.begin(), x.begin() + 1000), c(1000);
+    kvq::math::sincos_n(y.data(), y.data(), c.data(), y.size());
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      float ws = 0.0f, wc = 0.0f;
+      kvq::math::sincos(x[i], ws, wc);
+      REQUIRE(bits32(y[i]) == bits32(ws));
+    }
+  });
 }

@@ -175,7 +175,7 @@ constexpr double twopi_lo = 0x1.1a62633145c07p-52;
 /// Bits of 2/pi after the binary point, most significant first (b_1 .. b_256).
 /// Two zero words in front stand for the integer part and the padding the window
 /// extraction needs for small arguments.
-KVQ_HD inline std::uint32_t two_over_pi_word(int i) {
+KVQ_HD constexpr std::uint32_t two_over_pi_word(int i) {
   // i = 0, 1: padding (bits with index <= 0 of 2/pi are zero); i >= 2: b_{32(i-2)+1}...
   constexpr std::uint32_t table[10] = {0x00000000u, 0x00000000u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u,
                                        0xf534ddc0u, 0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u};
@@ -311,7 +311,7 @@ struct reduced {
   dd r;
 };
 
-KVQ_HD inline std::uint64_t two_over_pi_bits64(int p) {
+KVQ_HD constexpr std::uint64_t two_over_pi_bits64(int p) {
   // 64 bits of the padded table starting at bit position p >= 0 (MSB first).
   const int w = p >> 5;
   const int o = p & 31;

@@ -19,7 +19,15 @@
 ///  - 2^k: from the bits of the shifter sum x / ln2 + 1.5 * 2^52, whose low bits hold k,
 ///    instead of a float-to-int conversion (which AVX2 lacks for 64-bit lanes).
 /// ~~~
-/// Host and device: plain IEEE operations, no fma, no table.
+/// exp_n: host and device, plain IEEE operations, no fma, no table.
+///
+/// sincos_n: math::sincos of float arrays, bit for bit, 8 per group where all are finite
+/// (host only, chosen at run time like the other kernel copies, kvq/core/isa.hpp). Every
+/// RoPE angle of a long context is one call (about 2 million for 32k keys of head
+/// dimension 128), nearly all above pi/4, so the Payne-Hanek reduction is what costs:
+/// its 128-bit window of 2/pi is read from a table by the float's exponent, its products
+/// formed from 32 x 32-bit halves, its branches as masks, both sides of the range test
+/// computed and one kept; the double steps are the scalar function's own.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +35,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/core/bits.hpp>
+#include <kvq/core/isa.hpp>
 #include <kvq/core/math.hpp>
 
 namespace kvq {
@@ -122,6 +131,150 @@ KVQ_HD inline void exp_n(const float* x, float* y, std::size_t n) {
     }
   }
   for (; i < n; ++i) y[i] = exp(x[i]);
+}
+
+namespace detail {
+
+/// double(v) for an integer v <= 2^53, from bits (exact: v >> 2 < 2^52 sits in the low
+/// bits of 2^52 + (v >> 2); the sum with v & 3 is v). A lane loop of these vectorises;
+/// a 64-bit integer conversion does not on AVX2.
+KVQ_HD inline double u53_to_double(std::uint64_t v) {
+  const double h = kvq::bit_cast<double>(0x4330000000000000ull | (v >> 2)) - 4503599627370496.0;
+  return h * 4.0 + static_cast<double>(static_cast<std::uint32_t>(v & 3u));
+}
+
+/// Floats per sincos group.
+constexpr int sincos_lanes = 8;
+
+/// The two 64-bit windows of 2/pi that reduce_pio2 reads for a float of biased exponent
+/// e: hi at bit position e - 88, lo 64 bits further (every float above pi/4 has e >= 126;
+/// smaller e get e = 126's windows, which the caller does not use).
+struct pio2_windows {
+  std::uint64_t hi[256], lo[256];
+};
+constexpr pio2_windows make_pio2_windows() {
+  pio2_windows w{};
+  for (int e = 0; e < 256; ++e) {
+    const int pos = (e < 126 ? 126 : e) - 88;
+    w.hi[e] = two_over_pi_bits64(pos);
+    w.lo[e] = two_over_pi_bits64(pos + 64);
+  }
+  return w;
+}
+/// The windows of every exponent (host only).
+inline constexpr pio2_windows pio2_window_table = make_pio2_windows();
+
+/// math::sincos of sincos_lanes finite floats, lane by lane: the operations of
+/// sincos_reduced, with both sides of its range test computed and one kept per lane, and
+/// reduce_pio2's integer steps in 64-bit lanes (its 64 x 24-bit products as 32 x 32-bit
+/// ones; its branches as masks). Host only (the table above).
+KVQ_FORCEINLINE void sincos_group_finite(const float* x, float* s, float* c) {
+  constexpr int L = sincos_lanes;
+  std::uint64_t bhi[L], blo[L], mm[L];
+  float ax[L];
+  for (int j = 0; j < L; ++j) {
+    const std::uint32_t u = bits(x[j]) & 0x7fffffffu;
+    ax[j] = float_from_bits(u);
+    mm[j] = (u & 0x7fffffu) | 0x800000u;
+    bhi[j] = pio2_window_table.hi[u >> 23];
+    blo[j] = pio2_window_table.lo[u >> 23];
+  }
+  double rh[L], rl[L];
+  std::uint64_t qq[L];
+  for (int j = 0; j < L; ++j) {
+    // reduce_pio2: P = M * B mod 2^128, then the quadrant and the fraction.
+    const std::uint64_t M = mm[j];
+    const std::uint64_t lo_lo = (blo[j] & 0xffffffffu) * M;
+    const std::uint64_t lo_hi = (blo[j] >> 32) * M;
+    const std::uint64_t P_lo = lo_lo + (lo_hi << 32);
+    const std::uint64_t carry = (lo_hi >> 32) + (P_lo < lo_lo ? 1u : 0u);
+    const std::uint64_t P_hi = (bhi[j] & 0xffffffffu) * M + (((bhi[j] >> 32) * M) << 32) + carry;
+    const std::uint64_t G_hi0 = (P_hi << 2) | (P_lo >> 62);
+    const std::uint64_t G_lo0 = P_lo << 2;
+    const std::uint64_t neg = 0u - (G_hi0 >> 63);  // all ones: fraction >= 1/2, next quadrant
+    const std::uint64_t nlo = ~G_lo0 + 1u;
+    const std::uint64_t nhi = ~G_hi0 + (nlo == 0u ? 1u : 0u);
+    const std::uint64_t G_lo = (nlo & neg) | (G_lo0 & ~neg);
+    const std::uint64_t G_hi = (nhi & neg) | (G_hi0 & ~neg);
+    const std::uint64_t q = ((P_hi >> 62) + (neg & 1u)) & 3u;
+    const double sign = double_from_bits(0x3ff0000000000000ull | (neg & 0x8000000000000000ull));
+    const double d1 = u53_to_double(G_hi >> 11) * 0x1p-53;
+    const double d2 = u53_to_double(((G_hi & 0x7ffu) << 42) | (G_lo >> 22)) * 0x1p-106;
+    const double d3 = u53_to_double(G_lo & 0x3fffffu) * 0x1p-128;
+    const dd s12 = two_sum(d1, d2);
+    const dd f = fast_two_sum(s12.hi, s12.lo + d3);
+    const dd p = two_prod(f.hi, pio2_hi);
+    const double lo = p.lo + (f.hi * pio2_lo + f.lo * pio2_hi);
+    const dd r = fast_two_sum(p.hi, lo);
+    // |x| <= float(pi/4): no reduction (r = |x|, q = 0).
+    const std::uint64_t small = 0u - static_cast<std::uint64_t>(ax[j] <= 0.785398163397448309615f);
+    rh[j] = double_from_bits((bits(static_cast<double>(ax[j])) & small) | (bits(sign * r.hi) & ~small));
+    rl[j] = double_from_bits(bits(sign * r.lo) & ~small);  // +0 when small
+    qq[j] = q & ~small;
+  }
+  for (int j = 0; j < L; ++j) {
+    const double ss = sin_core(rh[j], rl[j]);
+    const double cc = cos_core(rh[j], rl[j]);
+    // q = 0: (sin, cos), 1: (cos, -sin), 2: (-sin, -cos), 3: (-cos, sin); then the sign of x.
+    const std::uint64_t q = qq[j];
+    const std::uint64_t odd = 0u - (q & 1u);
+    const std::uint64_t s_neg = (q >> 1) << 63;                 // q = 2, 3
+    const std::uint64_t c_neg = ((q ^ (q >> 1)) & 1u) << 63;    // q = 1, 2
+    const double sv = double_from_bits(((bits(cc) & odd) | (bits(ss) & ~odd)) ^ s_neg);
+    const double cv = double_from_bits(((bits(ss) & odd) | (bits(cc) & ~odd)) ^ c_neg);
+    const float xj = x[j];
+    const double sd = xj < 0.0f ? -sv : (xj == 0.0f ? static_cast<double>(xj) : sv);  // keeps sin(-0) = -0
+    s[j] = static_cast<float>(sd);
+    c[j] = static_cast<float>(cv);
+  }
+}
+
+/// sincos over an array, sincos_lanes floats per group where all are finite.
+KVQ_FORCEINLINE void sincos_n_body(const float* x, float* s, float* c, std::size_t n) {
+  constexpr std::size_t L = sincos_lanes;
+  std::size_t i = 0;
+  for (; i + L <= n; i += L) {
+    float in[L], so[L], co[L];
+    bool finite = true;
+    for (std::size_t j = 0; j < L; ++j) {
+      in[j] = x[i + j];
+      finite = finite & ((bits(in[j]) & 0x7f800000u) != 0x7f800000u);
+    }
+    if (finite) {
+      sincos_group_finite(in, so, co);
+    } else {
+      for (std::size_t j = 0; j < L; ++j) sincos(in[j], so[j], co[j]);
+    }
+    for (std::size_t j = 0; j < L; ++j) {
+      s[i + j] = so[j];
+      c[i + j] = co[j];
+    }
+  }
+  for (; i < n; ++i) {
+    const float v = x[i];
+    sincos(v, s[i], c[i]);
+  }
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// sincos_n_body compiled for x86-64-v3 with FMA (two_prod writes fma; kvq/core/isa.hpp).
+KVQ_TARGET_X86_64_V3_FMA inline void sincos_n_x86_64_v3(const float* x, float* s, float* c, std::size_t n) {
+  sincos_n_body(x, s, c, n);
+}
+#endif
+
+}  // namespace detail
+
+/// s[i], c[i] = math::sincos(x[i]) for i in [0, n), bit for bit (s or c may be x), in the
+/// copy kvq::active_isa() chose. Host only.
+inline void sincos_n(const float* x, float* s, float* c, std::size_t n) {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) {
+    detail::sincos_n_x86_64_v3(x, s, c, n);
+    return;
+  }
+#endif
+  detail::sincos_n_body(x, s, c, n);
 }
 
 }  // namespace math

@@ -26,6 +26,7 @@
 #include <kvq/core/bits.hpp>
 #include <kvq/core/isa.hpp>
 #include <kvq/core/math.hpp>
+#include <kvq/core/math_array.hpp>
 #include <kvq/inject/philox.hpp>
 #include <kvq/inject/random.hpp>
 
@@ -39,12 +40,8 @@ namespace detail {
 /// keeps a device thread's lane arrays small.
 constexpr int normal_lanes = 8;
 
-/// double(v) for an integer v <= 2^53 (u1's numerator reaches 2^53), from bits (exact:
-/// v >> 2 < 2^52 sits in the low bits of 2^52 + (v >> 2); the sum with v & 3 is v).
-KVQ_HD inline double u53_to_double(std::uint64_t v) {
-  const double h = kvq::bit_cast<double>(0x4330000000000000ull | (v >> 2)) - 4503599627370496.0;
-  return h * 4.0 + static_cast<double>(static_cast<std::uint32_t>(v & 3u));
-}
+// double(v) for an integer v <= 2^53, from bits (kvq/core/math_array.hpp).
+using kvq::math::detail::u53_to_double;
 
 /// out[j] = normal_double(philox_block(seed, stream, index0 + j)) for j < normal_lanes.
 KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0, double* out) {

@@ -22,6 +22,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/core/math.hpp>
+#include <kvq/core/math_array.hpp>
 #include <kvq/inject/rope_row.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/matrix.hpp>
@@ -73,8 +74,20 @@ inline rope_record apply_rope(matrix_f& m, const std::vector<std::size_t>& posit
                                                 std::to_string(positions.size()) + " positions given");
   rope_record rec{c.base, c.style, r, rope_inv_freqs(r, c.base)};
   const std::size_t rows = static_cast<std::size_t>(m.rows()), cols = static_cast<std::size_t>(m.cols());
+  // rope_rotate_row per row, with the row's sines and cosines from math::sincos_n (the
+  // bits of math::sincos, several pairs per instruction).
   auto work = [&](std::size_t r0, std::size_t r1) {
-    for (std::size_t i = r0; i < r1; ++i) rope_rotate_row(m.data() + i * cols, r, positions[i], rec.inv_freq.data(), c.style);
+    const std::size_t half = r / 2;
+    std::vector<float> buf(3 * half);
+    float* angle = buf.data();
+    float* sn = angle + half;
+    float* cs = sn + half;
+    for (std::size_t i = r0; i < r1; ++i) {
+      for (std::size_t k = 0; k < half; ++k) angle[k] = rope_angle(positions[i], rec.inv_freq[k]);
+      math::sincos_n(angle, sn, cs, half);
+      float* x = m.data() + i * cols;
+      for (std::size_t k = 0; k < half; ++k) rope_rotate_pair(x, r, k, sn[k], cs[k], c.style);
+    }
   };
   kvq::detail::parallel_chunks("kvq::inject::apply_rope", rows, threads == 0 ? 1u : threads, 1, work);
   return rec;

@@ -33,21 +33,32 @@ KVQ_HD inline float rope_inv_freq(std::size_t pair, std::size_t rotary_dim, floa
   return 1.0f / static_cast<float>(p);
 }
 
+/// Rotates the channel pair i of row x (of rotary_dim rotated channels) by the angle
+/// whose sine and cosine are s and c.
+KVQ_HD inline void rope_rotate_pair(float* x, std::size_t rotary_dim, std::size_t i, float s, float c,
+                                    rope_style style) {
+  const std::size_t half = rotary_dim / 2;
+  const std::size_t a = style == rope_style::half ? i : 2 * i;
+  const std::size_t b = style == rope_style::half ? i + half : 2 * i + 1;
+  const float xa = x[a], xb = x[b];
+  const float ca = xa * c, sb = xb * s, cb = xb * c, sa = xa * s;
+  x[a] = ca - sb;
+  x[b] = cb + sa;
+}
+
+/// The angle of pair i at `position`: float(position) * inv_freq[i], in float.
+KVQ_HD inline float rope_angle(std::size_t position, float inv_freq) {
+  return static_cast<float>(position) * inv_freq;
+}
+
 /// Rotates one row x[0..head_dim) for `position`, given inv_freq[0..rotary_dim/2).
 KVQ_HD inline void rope_rotate_row(float* x, std::size_t rotary_dim, std::size_t position, const float* inv_freq,
                                    rope_style style) {
   const std::size_t half = rotary_dim / 2;
-  const float pos = static_cast<float>(position);
   for (std::size_t i = 0; i < half; ++i) {
-    const float angle = pos * inv_freq[i];
     float s = 0.0f, c = 0.0f;
-    math::sincos(angle, s, c);
-    const std::size_t a = style == rope_style::half ? i : 2 * i;
-    const std::size_t b = style == rope_style::half ? i + half : 2 * i + 1;
-    const float xa = x[a], xb = x[b];
-    const float ca = xa * c, sb = xb * s, cb = xb * c, sa = xa * s;
-    x[a] = ca - sb;
-    x[b] = cb + sa;
+    math::sincos(rope_angle(position, inv_freq[i]), s, c);
+    rope_rotate_pair(x, rotary_dim, i, s, c, style);
   }
 }
 
