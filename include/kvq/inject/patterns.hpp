@@ -366,18 +366,22 @@ struct sink_record {
 inline std::vector<double> mean_background_logits(const matrix_f& Q, const matrix_f& K,
                                                   const std::vector<bool>& skip) {
   const std::size_t d = static_cast<std::size_t>(K.cols()), n = static_cast<std::size_t>(K.rows());
-  std::vector<double> mean(d, 0.0);
+  // The per-channel tree sums over the kept rows, every channel's tree advanced by each
+  // row (reduce::tree_vector_accumulator: the same tree per column as one accumulator per
+  // channel, in one pass over K instead of one strided pass per channel).
+  std::vector<double> mean(d, 0.0), row(d);
+  std::vector<double> levels(static_cast<std::size_t>(reduce::levels_needed(n) + 1) * d);
+  reduce::tree_vector_accumulator<double> acc(levels.data(), d);
   std::size_t cnt = 0;
-  for (std::size_t j = 0; j < d; ++j) {
-    reduce::tree_accumulator<double> acc;
-    cnt = 0;
-    for (std::size_t t = 0; t < n; ++t)
-      if (!skip[t]) {
-        acc.push(static_cast<double>(K(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(j))));
-        ++cnt;
-      }
-    mean[j] = cnt ? acc.result() / static_cast<double>(cnt) : 0.0;
-  }
+  for (std::size_t t = 0; t < n; ++t)
+    if (!skip[t]) {
+      const float* k = &K(static_cast<Eigen::Index>(t), 0);
+      for (std::size_t j = 0; j < d; ++j) row[j] = static_cast<double>(k[j]);
+      acc.push_row(row.data());
+      ++cnt;
+    }
+  acc.result(mean.data());
+  for (std::size_t j = 0; j < d; ++j) mean[j] = cnt ? mean[j] / static_cast<double>(cnt) : 0.0;
   std::vector<double> out(static_cast<std::size_t>(Q.rows()));
   const double rs = math::sqrt(static_cast<double>(d));
   for (Eigen::Index r = 0; r < Q.rows(); ++r) out[static_cast<std::size_t>(r)] = detail::dot_fd(&Q(r, 0), mean.data(), d) / rs;
@@ -430,7 +434,10 @@ inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f&
       for (std::size_t j = 0; j < d; ++j) x[j] = static_cast<float>(static_cast<double>(x[j]) + shift * u[j]);
     }
   }
-  // keys
+  // keys (each key's projection on u depends on that key only: all taken first, several
+  // keys per instruction, tree_dot_rows giving each tree_dot's bits)
+  std::vector<double> proj(n);
+  reduce::tree_dot_rows<double>(u, K.data(), d, n, d, proj.data());
   for (std::size_t t = 0; t < n; ++t) {
     float* k = &K(static_cast<Eigen::Index>(t), 0);
     if (t < c.count) {
@@ -441,7 +448,7 @@ inline sink_record inject_sinks(const std::vector<matrix_f*>& queries, matrix_f&
         for (std::size_t j = 0; j < d; ++j) v[j] = static_cast<float>(static_cast<double>(v[j]) * c.value_scale);
       }
     } else {
-      const double p = detail::dot_fd(k, u, d);
+      const double p = proj[t];  // detail::dot_fd(k, u, d)
       for (std::size_t j = 0; j < d; ++j) k[j] = static_cast<float>(static_cast<double>(k[j]) - p * u[j]);
     }
   }
