@@ -82,3 +82,57 @@ TEST_CASE("span_rank is the best position over the span, ties and NaN included")
     CHECK(kvq::study::lab::span_rank(p.data(), n, span) == want);
   }
 }
+
+// lab::span_ranks_reference_batch / span_ranks_fp32_batch (ranks from the logits where
+// they decide, the weights otherwise) against span_rank of the weights the batched
+// kernels compute, on the citation scenario (every query's own span, and spans of keys
+// with tied or few-ulp-apart logits and keys of tiny weight, which must take the weights).
+TEST_CASE("the span ranks from logits equal span_rank of the weights, decided or not") {
+  const std::size_t n = 2048, nq = 24, hd = 64;
+  const auto sc = kvq::study::lab::citation_scenario(n, nq, hd, 99, 10.0, 8.0, 4, -0.5, 1.5, 0);
+  const kvq::inject::scenario built = kvq::inject::build_scenario(sc);
+  kvq::matrix_f K = built.data.k[0];
+  const kvq::matrix_f& Q = built.data.q[0];
+  // Keys 100 and 101 copy key 50 (equal logits for every query); key 102 is key 50 with
+  // every channel one ulp away (logits a few ulps apart).
+  for (Eigen::Index c = 0; c < K.cols(); ++c) {
+    K(100, c) = K(101, c) = K(50, c);
+    K(102, c) = std::nextafter(K(50, c), 1e30f);
+  }
+  std::vector<std::vector<std::size_t>> spans(nq);
+  for (std::size_t q = 0; q < nq; ++q) {
+    spans[q] = built.needle_tokens(0, q);
+    if (q % 3 == 1) spans[q] = {101, 100};
+    if (q % 3 == 2) spans[q] = {50};
+    if (q % 4 == 3) {  // a key pointing away from the query: a weight far below 2^-1000
+      spans[q] = {200 + q};
+      for (Eigen::Index c = 0; c < K.cols(); ++c)
+        K(static_cast<Eigen::Index>(200 + q), c) = -1000.0f * Q(static_cast<Eigen::Index>(q), c);
+    }
+  }
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  std::vector<double> p(nq * n), p_row(n), pw(nq * n);
+  std::vector<float> s(nq * n), sw(nq * n);
+  std::vector<std::size_t> ref_rank(nq), emu_rank(nq);
+  const std::size_t ref_computed =
+      kvq::study::lab::span_ranks_reference_batch(Q.data(), nq, K, spans.data(), p.data(), ref_rank.data());
+  const std::size_t emu_computed = kvq::study::lab::span_ranks_fp32_batch(Q.data(), nq, K, scale, spans.data(),
+                                                                          s.data(), p_row.data(), emu_rank.data());
+  kvq::study::lab::weights_reference_batch(Q.data(), nq, K, pw.data());
+  for (std::size_t q = 0; q < nq; ++q) {
+    INFO("query " << q);
+    CHECK(ref_rank[q] == kvq::study::lab::span_rank(pw.data() + q * n, n, spans[q]));
+  }
+  kvq::study::lab::weights_fp32_batch(Q.data(), nq, K, scale, sw.data(), pw.data());
+  for (std::size_t q = 0; q < nq; ++q) {
+    INFO("query " << q);
+    CHECK(emu_rank[q] == kvq::study::lab::span_rank(pw.data() + q * n, n, spans[q]));
+  }
+  // The shortcut decides the ordinary queries; the near tie (key 102 next to 50 and its
+  // copies: a few fp32 ulps, far apart in double) and the tiny weights send the queries
+  // ranking those keys to the weights.
+  CHECK(ref_computed >= nq / 4);
+  CHECK(ref_computed < nq);
+  CHECK(emu_computed >= (nq / 3) * 2);
+  CHECK(emu_computed < nq);
+}
