@@ -5,7 +5,7 @@
 /// kvq/format/bulk.hpp, the block quantize/dequantize and tensor amax of
 /// kvq/block/bulk.hpp, the batched fast MMA of kvq/mma/batch.hpp, the batched score dot
 /// products of kvq/core/reduce.hpp and kvq/core/dot_block.hpp, the normal draws of
-/// kvq/inject/normal_array.hpp) are compiled twice in every x86-64 host translation unit
+/// kvq/inject/normal_array.hpp, sincos_n of kvq/core/math_array.hpp) are compiled twice in every x86-64 host translation unit
 /// built by GCC or Clang: once for the translation unit's own target and once for
 /// x86-64-v3 (a function `target` attribute: AVX2, F16C, BMI1/2, LZCNT, POPCNT, MOVBE).
 /// The copy runs when the CPU has those extensions (and FMA), so a portable build (no
@@ -15,9 +15,9 @@
 /// contract a*b + c, whatever -ffp-contract the including translation unit uses, so both
 /// copies perform the same IEEE operations in the same order and give the same bits
 /// (tests/core/test_isa.cpp and the kernels' tests run every kernel under both and compare
-/// hashes). The one exception is the normal draws (KVQ_TARGET_X86_64_V3_FMA): kvq's log
-/// and cosine write std::fma, which without the instruction is a library call per lane;
-/// that copy has FMA and relies, like any -march=native build of kvq, on contraction
+/// hashes). The exceptions are the normal draws and sincos_n (KVQ_TARGET_X86_64_V3_FMA):
+/// kvq's log, sine and cosine write std::fma, which without the instruction is a library
+/// call per lane; those copies have FMA and rely, like any -march=native build of kvq, on contraction
 /// being off (-ffp-contract=off, a usage requirement of the kvq::kvq target).
 ///
 /// Where the translation unit already targets those extensions (-march=x86-64-v3,
