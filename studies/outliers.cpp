@@ -252,16 +252,19 @@ study_def definition() {
         kvq::attention::storage_options so;
         so.codec.k = kvq::attention::transform_of(sc, kv_role::key);
         so.codec.name = sc.name;
-        std::vector<double> p(n);
-        std::vector<float> o(hd);
+        // Every query's emulated rows (weights at p + q * n, outputs at o + q * hd), this
+        // magnitude's and the previous one's (swapped after each magnitude).
+        std::vector<double> p(nq * n), prev_p(nq * n);
+        std::vector<float> o(nq * hd), prev_o(nq * hd);
+        std::vector<kvq::attention::query_status> st(nq);
+        std::vector<std::size_t> keys(nq);
+        for (std::size_t q = 0; q < nq; ++q) keys[q] = lab::keys_seen(ctx, base.query_positions, q, n);
         kvq::attention::workspace aws;
         kvq::metrics::workspace ws(n);
-        // The previous magnitude's emulated rows and metrics: the metrics are a function of
-        // the reference and emulated rows alone, so a query whose four rows have the same
-        // bits as at the previous magnitude has the same metrics (for schemes the
-        // outliers do not reach, e.g. bf16, every magnitude after the first).
-        std::vector<std::vector<double>> prev_p(nq);
-        std::vector<std::vector<float>> prev_o(nq);
+        // The previous magnitude's metrics: the metrics are a function of the reference and
+        // emulated rows alone, so a query whose four rows have the same bits as at the
+        // previous magnitude has the same metrics (for schemes the outliers do not reach,
+        // e.g. bf16, every magnitude after the first).
         std::vector<lab::query_metrics> prev_qm;
         for (std::size_t mi = 0; mi < NM; ++mi) {
           const double m = mags[mi];
@@ -269,20 +272,22 @@ study_def definition() {
           const kvq::attention::storage_attention att(K, Vh, so);
           const flush_stats fs = measure_flush(sc, K.data(), att.keys().data(), n, hd, channels);
           const reference& r = ref[ci * NM + mi];
+          att.run_prefix_batch(Q, hd, nq, keys.data(), p.data(), n, o.data(), hd, st.data(), aws);
           std::vector<lab::query_metrics> qm;
           for (std::size_t q = 0; q < nq; ++q) {
-            const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
-            att.run_prefix(Q + q * hd, keys, p.data(), o.data(), aws);
+            const double* pq = p.data() + q * n;
+            const float* oq = o.data() + q * hd;
             bool same = false;
             if (mi > 0) {
               const reference& rp = ref[ci * NM + mi - 1];
-              same = same_bits(p.data(), prev_p[q].data(), keys) && same_bits(o.data(), prev_o[q].data(), hd) &&
-                     same_bits(r.p[q].data(), rp.p[q].data(), keys) && same_bits(r.o[q].data(), rp.o[q].data(), hd);
+              same = same_bits(pq, prev_p.data() + q * n, keys[q]) && same_bits(oq, prev_o.data() + q * hd, hd) &&
+                     same_bits(r.p[q].data(), rp.p[q].data(), keys[q]) &&
+                     same_bits(r.o[q].data(), rp.o[q].data(), hd);
             }
-            qm.push_back(same ? prev_qm[q] : lab::evaluate(r.prep[q], p.data(), r.o[q].data(), o.data(), hd, ws));
-            prev_p[q].assign(p.begin(), p.begin() + static_cast<std::ptrdiff_t>(keys));
-            prev_o[q] = o;
+            qm.push_back(same ? prev_qm[q] : lab::evaluate(r.prep[q], pq, r.o[q].data(), oq, hd, ws));
           }
+          p.swap(prev_p);
+          o.swap(prev_o);
           prev_qm = qm;
           const lab::metric_means mm = lab::mean_over(qm);
           std::vector<cell> row = {sc.name, m, static_cast<long long>(n), sc.bits_per_value(hd),

@@ -5,8 +5,10 @@
 // must give the same bits; a prefix shorter than 2 or longer than n is refused.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -30,6 +32,14 @@ kvq::inject::qkv make(std::size_t n, std::size_t d, std::size_t nq) {
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+}
+
+// The same bits, or NaN in both (a NaN's payload is the hardware's choice).
+template <class T>
+bool same_bits_or_nan(const T* a, const T* b, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0 && !(a[i] != a[i] && b[i] != b[i])) return false;
+  return true;
 }
 
 matrix_f top(const matrix_f& m, std::size_t rows) { return m.topRows(static_cast<Eigen::Index>(rows)); }
@@ -107,4 +117,80 @@ TEST_CASE("run_prefix refuses a prefix of fewer than 2 or more than n keys", "[a
   }
   CHECK_THROWS_WITH(ref.run_prefix(x.q[0].data(), 1, p.data(), od.data(), ws),
                     Catch::Contains("prefix of 1 keys (allowed: 2 to the 10 tokens)"));
+}
+
+// run_prefix_batch against run_prefix query by query: every storage option, key counts
+// that differ per query (2, odd, even, n), groups beyond query_group, strides above the
+// minimum, and a NaN in K (a query whose scores and outputs are not finite).
+TEST_CASE("run_prefix_batch gives each query's run_prefix bits", "[attention][prefix]") {
+  const std::size_t n = 97, d = 32;
+  const std::size_t nq = storage_attention::query_group + 3;
+  const auto x = make(n, d, nq);
+  const matrix_f &Q = x.q[0], &V = x.v[0];
+  matrix_f K = x.k[0];
+  std::vector<float> bias(n);
+  for (std::size_t t = 0; t < n; ++t) bias[t] = static_cast<float>(t % 5) * 0.5f - 1.0f;
+  // A value-changing transform (a stand-in codec): three significant bits per element.
+  const kv_transform coarse = [](const matrix_f& m) {
+    matrix_f r = m;
+    for (Eigen::Index i = 0; i < r.size(); ++i) {
+      int e = 0;
+      const float f = std::frexp(r.data()[i], &e);
+      r.data()[i] = std::ldexp(std::round(f * 8.0f) / 8.0f, e);
+    }
+    return r;
+  };
+  std::vector<std::size_t> keys(nq);
+  for (std::size_t v = 0; v < nq; ++v) keys[v] = v == 0 ? 2 : v == 1 ? n : 2 + (v * 37) % (n - 1);
+  for (int mode = 0; mode < 7; ++mode) {
+    if (mode == 6) K(5, 3) = std::numeric_limits<float>::quiet_NaN();
+    storage_options so;
+    so.bf16_math = mode == 1 || mode == 5;
+    so.hadamard = mode == 2 || mode == 5;
+    if (mode == 3) so.q_codec = coarse;
+    if (mode >= 3) so.codec.k = so.codec.v = coarse;
+    if (mode == 4 || mode == 5) so.bias = bias;
+    const storage_attention att(K, V, so);
+    const std::size_t p_stride = n + 3, o_stride = d + 1;
+    std::vector<double> pb(nq * p_stride, -1.0);
+    std::vector<float> ob(nq * o_stride, -1.0f);
+    std::vector<query_status> st(nq);
+    workspace wb, w1;
+    att.run_prefix_batch(Q.data(), d, nq, keys.data(), pb.data(), p_stride, ob.data(), o_stride, st.data(), wb);
+    for (std::size_t v = 0; v < nq; ++v) {
+      std::vector<double> p1(keys[v]);
+      std::vector<float> o1(d);
+      const query_status s1 = att.run_prefix(&Q(static_cast<Eigen::Index>(v), 0), keys[v], p1.data(), o1.data(), w1);
+      INFO("mode " << mode << ", query " << v << ", keys " << keys[v]);
+      CHECK(same_bits_or_nan(p1.data(), pb.data() + v * p_stride, keys[v]));
+      CHECK(same_bits_or_nan(o1.data(), ob.data() + v * o_stride, d));
+      CHECK(s1.nonfinite_scores == st[v].nonfinite_scores);
+      CHECK(s1.nonfinite_output == st[v].nonfinite_output);
+      // Nothing written past a query's weights and outputs.
+      for (std::size_t t = keys[v]; t < p_stride; ++t) CHECK(pb[v * p_stride + t] == -1.0);
+      CHECK(ob[v * o_stride + d] == -1.0f);
+    }
+    if (mode == 6) CHECK(st[nq - 1].nonfinite_scores);
+  }
+}
+
+TEST_CASE("run_prefix_batch refuses bad key counts and short strides", "[attention][prefix]") {
+  const auto x = make(10, 8, 2);
+  const storage_attention st(x.k[0], x.v[0], storage_options{});
+  workspace ws;
+  std::vector<double> p(40);
+  std::vector<float> o(40);
+  std::vector<query_status> s(2);
+  std::size_t keys[2] = {10, 1};
+  CHECK_THROWS_WITH(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, o.data(), 8, s.data(), ws),
+                    Catch::Contains("prefix of 1 keys (allowed: 2 to the 10 tokens)"));
+  keys[1] = 11;
+  CHECK_THROWS_AS(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 11, o.data(), 8, s.data(), ws),
+                  std::invalid_argument);
+  keys[1] = 6;
+  CHECK_THROWS_WITH(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 9, o.data(), 8, s.data(), ws),
+                    Catch::Contains("p_stride 9 is below the 10 weights of query 0"));
+  CHECK_THROWS_WITH(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, o.data(), 7, s.data(), ws),
+                    Catch::Contains("o_stride 7 is below head_dim 8"));
+  CHECK_NOTHROW(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, o.data(), 8, s.data(), ws));
 }

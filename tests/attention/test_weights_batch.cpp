@@ -79,3 +79,60 @@ TEST_CASE("batched reference and fp32 weights are the per-query kernels' bits", 
   check(gen, 4096 + 17, 128, 5, 0, false);
   check(gen, 4096 + 17, 128, 5, 1, true);
 }
+
+// storage_query_batch against storage_query query by query, each on its own prefix of
+// the rows: fp32 and bf16 math, the same four kinds of context as above, biases, and
+// prefixes of 1 key, odd and even counts and the whole context.
+TEST_CASE("batched fp32/bf16 queries are storage_query's bits on each prefix", "[attention][quick]") {
+  std::mt19937 gen(23);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t n : {1, 2, 9, 64, 65, 301}) {
+    for (std::size_t d : {5, 16}) {
+      for (int kind = 0; kind < 4; ++kind) {
+        const std::size_t nq = 6;
+        std::vector<float> q(nq * (d + 2)), k(n * (d + 1)), v(n * (d + 3)), bias(n);
+        for (auto& x : q) x = nd(gen);
+        for (auto& x : k) x = nd(gen);
+        for (auto& x : v) x = nd(gen);
+        for (auto& x : bias) x = nd(gen);
+        if (kind == 1 && n > 3)
+          for (std::size_t t = 1; t < n; t += 3)
+            for (std::size_t i = 0; i < d; ++i) k[t * (d + 1) + i] = k[i];
+        if (kind == 2 && n > 5) {
+          k[2 * (d + 1)] = std::numeric_limits<float>::quiet_NaN();
+          v[4 * (d + 3) + 1] = std::numeric_limits<float>::infinity();
+        }
+        if (kind == 3)
+          for (std::size_t t = 0; t < n; t += 2)
+            for (std::size_t i = 0; i < d; ++i) k[t * (d + 1) + i] *= 3000.0f;
+        std::vector<std::size_t> keys(nq);
+        for (std::size_t i = 0; i < nq; ++i) keys[i] = i == 0 ? n : 1 + (i * 7919) % n;
+        const kvq::attention::rows_view<float> K{k.data(), n, d, d + 1}, V{v.data(), n, d, d + 3};
+        for (bool bf16 : {false, true}) {
+          for (bool with_bias : {false, true}) {
+            const float* b = with_bias ? bias.data() : nullptr;
+            std::vector<double> pb(nq * n);
+            std::vector<float> ob(nq * d), s(nq * n), acc(nq * kvq::attention::pv_scratch(n, d)), tmp(d), Z(nq);
+            std::vector<kvq::attention::query_status> st(nq);
+            kvq::attention::storage_query_batch(q.data(), d + 2, nq, keys.data(), K, V, 0.25f, bf16, pb.data(), n,
+                                                ob.data(), d, st.data(), s.data(), acc.data(), tmp.data(), Z.data(), b);
+            for (std::size_t i = 0; i < nq; ++i) {
+              const std::size_t m = keys[i];
+              std::vector<double> p1(m);
+              std::vector<float> o1(d), s1(m), acc1(kvq::attention::pv_scratch(m, d)), tmp1(d);
+              const kvq::attention::rows_view<float> Km{k.data(), m, d, d + 1}, Vm{v.data(), m, d, d + 3};
+              const auto st1 = kvq::attention::storage_query(q.data() + i * (d + 2), Km, Vm, 0.25f, bf16, p1.data(),
+                                                             o1.data(), s1.data(), acc1.data(), tmp1.data(), b);
+              INFO("n " << n << ", d " << d << ", kind " << kind << ", bf16 " << bf16 << ", bias " << with_bias
+                        << ", query " << i << ", keys " << m);
+              REQUIRE(st1.nonfinite_scores == st[i].nonfinite_scores);
+              REQUIRE(st1.nonfinite_output == st[i].nonfinite_output);
+              for (std::size_t t = 0; t < m; ++t) REQUIRE(same_bits(pb[i * n + t], p1[t]));
+              for (std::size_t c = 0; c < d; ++c) REQUIRE(same_bits(ob[i * d + c], o1[c]));
+            }
+          }
+        }
+      }
+    }
+  }
+}

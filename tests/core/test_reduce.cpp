@@ -129,6 +129,49 @@ TEST_CASE("dot, strided, max and vector accumulators follow the same tree", "[re
   CHECK(std::isnan(kvq::reduce::tree_max(a.data(), n)));
 }
 
+// push_scaled_pair against the documented tree written directly (tree_ref per column of
+// the rounded products), for pairs pushed at every parity of the count, with NaN and
+// infinities among the rows.
+template <class T>
+void check_pairs(std::uint32_t seed) {
+  std::mt19937 gen(seed);
+  const std::size_t d = 9;
+  for (std::size_t n : {0, 1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 64, 100, 255, 256, 257}) {
+    std::vector<float> w(n), m(n * d);
+    for (auto& v : w) v = std::uniform_real_distribution<float>(-3, 3)(gen);
+    for (auto& v : m) v = std::uniform_real_distribution<float>(-3, 3)(gen);
+    if (n > 5) {
+      m[3 * d + 1] = std::numeric_limits<float>::infinity();
+      m[4 * d + 1] = -std::numeric_limits<float>::infinity();
+      std::uint32_t u = 0x7fc12345u;  // a NaN with a payload
+      std::memcpy(&m[2 * d + 4], &u, 4);
+      m[5 * d + 6] = -std::numeric_limits<float>::quiet_NaN();
+    }
+    // Pairs from the start, or a single push first (every pair at an odd count).
+    for (std::size_t first_single : {0, 1}) {
+      std::vector<T> storage(kvq::reduce::max_levels * d), tmp(d), out(d);
+      kvq::reduce::tree_vector_accumulator<T> acc(storage.data(), d);
+      std::size_t t = 0;
+      if (first_single && n > 0) acc.push_scaled(w[t], &m[t * d], tmp.data()), ++t;
+      for (; t + 1 < n; t += 2) acc.push_scaled_pair(w[t], &m[t * d], w[t + 1], &m[(t + 1) * d], tmp.data());
+      if (t < n) acc.push_scaled(w[t], &m[t * d], tmp.data());
+      CHECK(acc.count == n);
+      acc.result(out.data());
+      for (std::size_t c = 0; c < d; ++c) {
+        std::vector<T> col(n);
+        for (std::size_t r = 0; r < n; ++r) col[r] = static_cast<T>(w[r]) * static_cast<T>(m[r * d + c]);
+        INFO("n " << n << " column " << c << " first_single " << first_single);
+        CHECK(bits(out[c]) == bits(tree_ref(col.data(), n)));
+      }
+    }
+  }
+}
+
+TEST_CASE("push_scaled_pair gives two push_scaled calls' bits at either parity of the count", "[reduce][quick]") {
+  check_pairs<float>(11);
+  check_pairs<double>(12);
+}
+
 TEST_CASE("tree_dot_rows gives each row's tree_dot bits, any length, row count and stride", "[reduce][quick]") {
   std::mt19937 gen(5);
   for (std::size_t n : {0, 1, 2, 3, 5, 7, 8, 31, 32, 33, 64, 80, 96, 127, 128, 129, 200, 256, 300}) {

@@ -169,7 +169,9 @@ KVQ_HD inline query_status reference_query(const float* q, rows_view<float> K, r
   const std::size_t d = K.cols, n = K.rows;
   st.nonfinite_scores = reference_weights(q, K, p, bias);
   reduce::tree_vector_accumulator<double> pv(acc, d);
-  for (std::size_t t = 0; t < n; ++t) pv.push_scaled(p[t], V.row(t), tmp);
+  std::size_t t = 0;
+  for (; t + 1 < n; t += 2) pv.push_scaled_pair(p[t], V.row(t), p[t + 1], V.row(t + 1), tmp);
+  if (t < n) pv.push_scaled(p[t], V.row(t), tmp);
   pv.result(o);
   st.nonfinite_output = !detail::all_finite(o, d);
   return st;
@@ -221,19 +223,32 @@ KVQ_HD inline query_status storage_query(const float* q, rows_view<float> K, row
   float Z = 0.0f;
   st.nonfinite_scores = storage_softmax(q, K, scale, s, Z, bias);
   reduce::tree_vector_accumulator<float> pv(acc, d);
+  // Rows in pairs (push_scaled_pair: the bits of two push_scaled calls).
   if (!bf16) {
-    for (std::size_t t = 0; t < n; ++t) {
-      const float pt = s[t] / Z;
-      p_eff[t] = static_cast<double>(pt);
-      pv.push_scaled(pt, V.row(t), tmp);
+    for (std::size_t t = 0; t < n; t += 2) {
+      const float p0 = s[t] / Z;
+      p_eff[t] = static_cast<double>(p0);
+      if (t + 1 == n) {
+        pv.push_scaled(p0, V.row(t), tmp);
+        break;
+      }
+      const float p1 = s[t + 1] / Z;
+      p_eff[t + 1] = static_cast<double>(p1);
+      pv.push_scaled_pair(p0, V.row(t), p1, V.row(t + 1), tmp);
     }
     pv.result(o);
   } else {
     const float invZ = 1.0f / Z;
-    for (std::size_t t = 0; t < n; ++t) {
-      const float pb = round_bf16(s[t]);
-      p_eff[t] = static_cast<double>(pb) * static_cast<double>(invZ);
-      pv.push_scaled(pb, V.row(t), tmp);
+    for (std::size_t t = 0; t < n; t += 2) {
+      const float b0 = round_bf16(s[t]);
+      p_eff[t] = static_cast<double>(b0) * static_cast<double>(invZ);
+      if (t + 1 == n) {
+        pv.push_scaled(b0, V.row(t), tmp);
+        break;
+      }
+      const float b1 = round_bf16(s[t + 1]);
+      p_eff[t + 1] = static_cast<double>(b1) * static_cast<double>(invZ);
+      pv.push_scaled_pair(b0, V.row(t), b1, V.row(t + 1), tmp);
     }
     pv.result(o);
     for (std::size_t c = 0; c < d; ++c) o[c] = round_bf16(o[c] * invZ);

@@ -38,6 +38,7 @@
 #include <kvq/attention/fa3_tiles.hpp>
 #include <kvq/attention/hadamard.hpp>
 #include <kvq/attention/kernels.hpp>
+#include <kvq/attention/weights_batch.hpp>
 #include <kvq/format/formats.hpp>
 #include <kvq/core/error.hpp>
 #include <kvq/core/matrix.hpp>
@@ -266,6 +267,64 @@ class storage_attention {
     detail::check_prefix("kvq::attention::storage_attention::run_prefix", keys, tokens());
     const std::size_t n = keys, d = head_dim();
     float* qq = workspace::get(ws.q, d);
+    prepare_query(q, qq);
+    float* s = workspace::get(ws.f0, n);
+    float* acc = workspace::get(ws.f1, pv_scratch(n, d));
+    float* tmp = workspace::get(ws.f2, d);
+    const query_status st =
+        storage_query(qq, detail::view_prefix(K_, n), detail::view_prefix(V_, n), scale_, opt_.bf16_math, p, o, s, acc, tmp,
+                      detail::bias_ptr(opt_.bias));
+    if (opt_.hadamard) hadamard_rotate(o, d);  // H/sqrt(d) is its own inverse
+    return st;
+  }
+
+  /// run_prefix of n_q queries at once, the same bits as n_q calls (storage_query_batch:
+  /// K and V are read once per group of queries instead of once per query). Query v is
+  /// row v of Q (Q + v * q_stride, head_dim() floats) and attends to the first keys[v]
+  /// tokens; its weights go to p + v * p_stride, its outputs to o + v * o_stride, its
+  /// status to st[v]. Scratch grows with the group (up to query_group queries):
+  /// query_group * tokens() floats of scores and as many P.V accumulators. Throws
+  /// std::invalid_argument for a key count outside 2..tokens(), a p_stride below a
+  /// query's key count, an o_stride below head_dim(), or a q_codec that changes the
+  /// query's shape.
+  void run_prefix_batch(const float* Q, std::size_t q_stride, std::size_t n_q, const std::size_t* keys, double* p,
+                        std::size_t p_stride, float* o, std::size_t o_stride, query_status* st,
+                        workspace& ws) const {
+    const char* where = "kvq::attention::storage_attention::run_prefix_batch";
+    const std::size_t d = head_dim();
+    for (std::size_t v = 0; v < n_q; ++v) {
+      detail::check_prefix(where, keys[v], tokens());
+      if (p_stride < keys[v] && n_q > 1)
+        kvq::detail::fail(where, "p_stride " + std::to_string(p_stride) + " is below the " + std::to_string(keys[v]) +
+                                     " weights of query " + std::to_string(v));
+    }
+    if (o_stride < d && n_q > 1)
+      kvq::detail::fail(where, "o_stride " + std::to_string(o_stride) + " is below head_dim " + std::to_string(d));
+    for (std::size_t v0 = 0; v0 < n_q; v0 += query_group) {
+      const std::size_t g = n_q - v0 < query_group ? n_q - v0 : query_group;
+      std::size_t n = 0;
+      for (std::size_t v = v0; v < v0 + g; ++v) n = keys[v] > n ? keys[v] : n;
+      float* qq = workspace::get(ws.q, g * d);
+      for (std::size_t v = 0; v < g; ++v) prepare_query(Q + (v0 + v) * q_stride, qq + v * d);
+      float* s = workspace::get(ws.f0, g * n);
+      float* acc = workspace::get(ws.f1, g * pv_scratch(n, d));
+      float* tmp = workspace::get(ws.f2, d + g);
+      storage_query_batch(qq, d, g, keys + v0, detail::view_prefix(K_, n), detail::view_prefix(V_, n), scale_,
+                          opt_.bf16_math, p + v0 * p_stride, p_stride, o + v0 * o_stride, o_stride, st + v0, s, acc,
+                          tmp + g, tmp, detail::bias_ptr(opt_.bias));
+      if (opt_.hadamard)
+        for (std::size_t v = v0; v < v0 + g; ++v) hadamard_rotate(o + v * o_stride, d);
+    }
+  }
+
+  /// Queries run_prefix_batch scores per pass over K and V.
+  static constexpr std::size_t query_group = 8;
+
+ private:
+  // The query as the kernels see it: rotated (hadamard), quantized (q_codec) and rounded
+  // to bf16 (bf16_math), in that order; qq: head_dim() floats.
+  void prepare_query(const float* q, float* qq) const {
+    const std::size_t d = head_dim();
     for (std::size_t j = 0; j < d; ++j) qq[j] = q[j];
     if (opt_.hadamard) hadamard_rotate(qq, d);
     if (opt_.q_codec) {
@@ -280,17 +339,8 @@ class storage_attention {
     }
     if (opt_.bf16_math)
       for (std::size_t j = 0; j < d; ++j) qq[j] = round_bf16(qq[j]);
-    float* s = workspace::get(ws.f0, n);
-    float* acc = workspace::get(ws.f1, pv_scratch(n, d));
-    float* tmp = workspace::get(ws.f2, d);
-    const query_status st =
-        storage_query(qq, detail::view_prefix(K_, n), detail::view_prefix(V_, n), scale_, opt_.bf16_math, p, o, s, acc, tmp,
-                      detail::bias_ptr(opt_.bias));
-    if (opt_.hadamard) hadamard_rotate(o, d);  // H/sqrt(d) is its own inverse
-    return st;
   }
 
- private:
   storage_options opt_;
   matrix_f K_, V_;
   float scale_ = 1.0f;

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <kvq/attention/kernels.hpp>
 #include <kvq/core/dot_block.hpp>
@@ -105,6 +106,91 @@ inline void storage_weights_batch(const float* q, std::size_t q_stride, std::siz
                                   const float* bias = nullptr) {
   storage_logits_batch(q, q_stride, n_q, K, scale, s, nonfinite, bias);
   for (std::size_t v = 0; v < n_q; ++v) storage_softmax_row(s + v * K.rows, K.rows, p + v * K.rows);
+}
+
+/// storage_query (kvq/attention/kernels.hpp) of n_q queries over prefixes of the same
+/// stored K and V, bit for bit each query's own call: query v (row v of q at
+/// q + v * q_stride, as storage_query takes it: rotated, quantized, bf16-rounded already)
+/// attends to the first keys[v] rows (1 <= keys[v] <= K.rows, V.rows >= K.rows); its
+/// effective weights go to p + v * p_stride (keys[v] doubles), its outputs to
+/// o + v * o_stride (d floats), its status to st[v].
+///   - scores: reduce::tree_dot_block over all K.rows rows (a pair's tree does not depend
+///     on the other pairs, so the rows past a query's prefix are scored and not used);
+///   - softmax: storage_softmax's operations over each query's prefix (the blocked max and
+///     sum are the same trees, exp_n is math::exp per element);
+///   - P.V: rows t and t + 1 of V are pushed (push_scaled_pair) into every query still
+///     attending at t while they are in cache, each query into its own accumulator, in
+///     its own row order.
+/// So K and V are read once per batch rather than once per query. bias: K.rows floats or
+/// nullptr. Scratch: s = n_q * K.rows floats, acc = n_q * pv_scratch(K.rows, d) floats,
+/// tmp = d floats, Z = n_q floats.
+inline void storage_query_batch(const float* q, std::size_t q_stride, std::size_t n_q, const std::size_t* keys,
+                                rows_view<float> K, rows_view<float> V, float scale, bool bf16, double* p,
+                                std::size_t p_stride, float* o, std::size_t o_stride, query_status* st, float* s,
+                                float* acc, float* tmp, float* Z, const float* bias = nullptr) {
+  const std::size_t n = K.rows, d = K.cols, levels = pv_scratch(n, d);
+  reduce::tree_dot_block<float>(q, q_stride, n_q, K.data, K.stride, n, d, s, n);
+  for (std::size_t v = 0; v < n_q; ++v) {
+    float* sv = s + v * n;
+    const std::size_t nv = keys[v];
+    bool bad = false;
+    for (std::size_t t = 0; t < nv; ++t) {
+      float x = sv[t] * scale;
+      if (bias != nullptr) x = x + bias[t];
+      bad = bad | !detail::finite(x);
+      sv[t] = x;
+    }
+    st[v] = query_status{};
+    st[v].nonfinite_scores = bad;
+    const float m = reduce::tree_max_blocked(sv, nv);
+    for (std::size_t t = 0; t < nv; ++t) sv[t] = sv[t] - m;
+    math::exp_n(sv, sv, nv);
+    Z[v] = reduce::tree_sum_blocked(sv, nv);
+    if (bf16) Z[v] = 1.0f / Z[v];  // storage_query's invZ
+  }
+  // Query v's accumulator: its storage and its count, which is t at row t (every query
+  // pushes rows 0, 1, ... of its prefix in order) and keys[v] at the end.
+  for (std::size_t t = 0; t < n; t += 2) {
+    const float* v0 = V.row(t);
+    const float* v1 = t + 1 < n ? V.row(t + 1) : nullptr;
+    for (std::size_t v = 0; v < n_q; ++v) {
+      const std::size_t nv = keys[v];
+      if (t >= nv) continue;
+      const float* sv = s + v * n;
+      double* pvv = p + v * p_stride;
+      reduce::tree_vector_accumulator<float> pv(acc + v * levels, d);
+      pv.count = t;
+      float w0, w1 = 0.0f;
+      if (!bf16) {
+        w0 = sv[t] / Z[v];
+        pvv[t] = static_cast<double>(w0);
+        if (t + 1 < nv) {
+          w1 = sv[t + 1] / Z[v];
+          pvv[t + 1] = static_cast<double>(w1);
+        }
+      } else {
+        w0 = round_bf16(sv[t]);
+        pvv[t] = static_cast<double>(w0) * static_cast<double>(Z[v]);
+        if (t + 1 < nv) {
+          w1 = round_bf16(sv[t + 1]);
+          pvv[t + 1] = static_cast<double>(w1) * static_cast<double>(Z[v]);
+        }
+      }
+      if (t + 1 < nv)
+        pv.push_scaled_pair(w0, v0, w1, v1, tmp);
+      else
+        pv.push_scaled(w0, v0, tmp);
+    }
+  }
+  for (std::size_t v = 0; v < n_q; ++v) {
+    reduce::tree_vector_accumulator<float> pv(acc + v * levels, d);
+    pv.count = keys[v];
+    float* ov = o + v * o_stride;
+    pv.result(ov);
+    if (bf16)
+      for (std::size_t c = 0; c < d; ++c) ov[c] = round_bf16(ov[c] * Z[v]);
+    st[v].nonfinite_output = !detail::all_finite(ov, d);
+  }
 }
 
 }  // namespace attention

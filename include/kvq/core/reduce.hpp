@@ -335,10 +335,36 @@ struct tree_vector_accumulator {
     push_row(tmp);
   }
 
+  /// push_scaled(w0, v0, tmp) then push_scaled(w1, v1, tmp), the same bits, when an even
+  /// number of rows has been pushed (otherwise it does exactly that): the pair's sum
+  /// fl(w0 v0) + fl(w1 v1) is what the second push would carry into level 1, formed
+  /// without storing the first row to level 0 and reading it back.
+  template <class W, class V>
+  KVQ_HD void push_scaled_pair(W w0, const V* v0, W w1, const V* v1, T* tmp) {
+    if (count & 1u) {
+      push_scaled(w0, v0, tmp);
+      push_scaled(w1, v1, tmp);
+      return;
+    }
+    const T a = static_cast<T>(w0), b = static_cast<T>(w1);
+    // Level 0's row (the earlier one) is the left operand, as push_row adds it.
+    for (std::size_t c = 0; c < dim; ++c) tmp[c] = a * static_cast<T>(v0[c]) + b * static_cast<T>(v1[c]);
+    carry_from(tmp, 1, count >> 1);
+    count += 2;
+  }
+
   /// Pushes a ready row (it may be modified: used as the carry).
   KVQ_HD void push_row(T* row) {
-    int l = 0;
-    std::uint64_t c = count;
+    carry_from(row, 0, count);
+    ++count;
+  }
+
+ private:
+  // Adds `row` (a sum of 2^level0 pushed rows) into the levels from level0 up while the
+  // counter c (count >> level0) has its low bit set, then stores it at the first free
+  // level: the binary-counter carry of push_row.
+  KVQ_HD void carry_from(T* row, int level0, std::uint64_t c) {
+    int l = level0;
     while (c & 1u) {
       T* lv = storage + static_cast<std::size_t>(l) * dim;
       for (std::size_t j = 0; j < dim; ++j) row[j] = lv[j] + row[j];
@@ -347,9 +373,9 @@ struct tree_vector_accumulator {
     }
     T* dst = storage + static_cast<std::size_t>(l) * dim;
     for (std::size_t j = 0; j < dim; ++j) dst[j] = row[j];
-    ++count;
   }
 
+ public:
   /// Writes the per-column tree sums to out[0..dim) (zeros if nothing was pushed).
   KVQ_HD void result(T* out) const {
     bool have = false;
