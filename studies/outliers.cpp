@@ -38,6 +38,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -62,29 +63,38 @@ inline bool same_bits(const T* a, const T* b, std::size_t n) {
 
 inline flush_stats measure_flush(const scheme_spec& s, const float* K, const float* Kh, std::size_t n, std::size_t d,
                                  const std::vector<std::size_t>& outl) {
-  std::vector<char> is_out(d, 0), shares(d, 0);
-  for (auto c : outl) is_out[c] = 1;
-  for (std::size_t c = 0; c < d; ++c) shares[c] = !is_out[c] && shares_scale_with(s, kv_role::key, c, d, outl);
+  // Per channel: 1 for a non-outlier channel (counted), and 1 where it also shares a
+  // scale with an outlier channel. The counts are integers (any order gives them); the
+  // outlier channels' error is a double sum, kept in (token, channel) order.
+  std::vector<std::uint32_t> counted(d, 1), shares(d, 0);
+  std::vector<std::size_t> out_channels(outl.begin(), outl.end());
+  std::sort(out_channels.begin(), out_channels.end());
+  out_channels.erase(std::unique(out_channels.begin(), out_channels.end()), out_channels.end());
+  for (auto c : out_channels) counted[c] = 0;
+  for (std::size_t c = 0; c < d; ++c) shares[c] = counted[c] && shares_scale_with(s, kv_role::key, c, d, outl);
   std::size_t tot = 0, fl = 0, stot = 0, sfl = 0;
   double oerr = 0;
   std::size_t on = 0;
   for (std::size_t t = 0; t < n; ++t) {
+    const float* x = K + t * d;
+    const float* y = Kh + t * d;
+    std::uint32_t a = 0, b = 0, e = 0, f = 0;  // per token: at most d each
     for (std::size_t c = 0; c < d; ++c) {
-      const float x = K[t * d + c], y = Kh[t * d + c];
-      if (is_out[c]) {
-        if (x != 0.0f) {
-          oerr += std::fabs(static_cast<double>(y) - static_cast<double>(x)) / std::fabs(static_cast<double>(x));
-          ++on;
-        }
-        continue;
-      }
-      if (x == 0.0f) continue;
-      const bool z = y == 0.0f;
-      ++tot;
-      fl += z;
-      if (shares[c]) {
-        ++stot;
-        sfl += z;
+      const std::uint32_t nz = static_cast<std::uint32_t>(x[c] != 0.0f) & counted[c];
+      const std::uint32_t z = nz & static_cast<std::uint32_t>(y[c] == 0.0f);
+      a += nz;
+      b += z;
+      e += nz & shares[c];
+      f += z & shares[c];
+    }
+    tot += a;
+    fl += b;
+    stot += e;
+    sfl += f;
+    for (std::size_t c : out_channels) {
+      if (x[c] != 0.0f) {
+        oerr += std::fabs(static_cast<double>(y[c]) - static_cast<double>(x[c])) / std::fabs(static_cast<double>(x[c]));
+        ++on;
       }
     }
   }

@@ -194,6 +194,26 @@ struct per_token_head {
     *scale = s;
     const float inv = Instr::div(1.0f, s);
     if (trace) *trace = {amax, unrounded, inv, trace->scaled};
+#if !defined(__CUDA_ARCH__)
+    if constexpr (!is_int8) {
+      if (trace == nullptr) {
+        // On the host: the clamped products of a run of elements first, then the format's
+        // bulk nearest-even encoder (kvq/format/bulk.hpp: the scalar encoder's bits, the
+        // saturation unused after the clamp), instead of one scalar encode per element.
+        constexpr std::size_t run = 64;
+        float v[run];
+        for (std::size_t i0 = 0; i0 < head_dim; i0 += run) {
+          const std::size_t m = head_dim - i0 < run ? head_dim - i0 : run;
+          for (std::size_t j = 0; j < m; ++j) {
+            const float y = In::load(x[i0 + j]) * inv;
+            v[j] = detail::is_nan(y) ? y : (y < quant_min ? quant_min : (y > quant_max ? quant_max : y));
+          }
+          kvq::detail::encode_rne_loop<element_format, overflow::satfinite>(v, m, codes + i0);
+        }
+        return;
+      }
+    }
+#endif
     for (std::size_t i = 0; i < head_dim; ++i) {
       float v = In::load(x[i]) * inv;
       if (!detail::is_nan(v)) v = v < quant_min ? quant_min : (v > quant_max ? quant_max : v);

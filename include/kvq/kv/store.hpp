@@ -277,7 +277,9 @@ class kivi_key_store final : public row_store {
   void append(const float* rows, std::size_t n) override {
     const std::size_t m = kvq::detail::checked_mul(n, hd_, "kvq::kv::kivi_key_store::append: rows x head_dim");
     if (m > 0 && rows == nullptr) throw std::invalid_argument("kvq::kv::kivi_key_store::append: rows is null");
-    for (std::size_t i = 0; i < m; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
+    const std::size_t r0 = residual_.size();
+    residual_.resize(r0 + m);
+    for (std::size_t i = 0; i < m; ++i) residual_[r0 + i] = to_param(Compute::round(rows[i]));
     // Every complete chunk in arrival order, then one erase: erasing after each chunk
     // moved the rest of the residual every time (quadratic in the rows of one append).
     const std::size_t chunk = r_ * hd_, full = residual_.size() / chunk;
@@ -352,7 +354,9 @@ class kivi_value_store final : public row_store {
   void append(const float* rows, std::size_t n) override {
     const std::size_t m = kvq::detail::checked_mul(n, hd_, "kvq::kv::kivi_value_store::append: rows x head_dim");
     if (m > 0 && rows == nullptr) throw std::invalid_argument("kvq::kv::kivi_value_store::append: rows is null");
-    for (std::size_t i = 0; i < m; ++i) residual_.push_back(to_param(Compute::round(rows[i])));
+    const std::size_t r0 = residual_.size();
+    residual_.resize(r0 + m);
+    for (std::size_t i = 0; i < m; ++i) residual_[r0 + i] = to_param(Compute::round(rows[i]));
     const std::size_t held = residual_.size() / hd_;
     if (held > r_) quantize_front(held - r_);
   }
