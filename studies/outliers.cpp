@@ -202,14 +202,15 @@ study_def definition() {
       for (Eigen::Index r = 0; r < Qm.rows(); ++r)
         for (std::size_t c : channels) Qm(r, static_cast<Eigen::Index>(c)) = 0.0f;
     const float* Q = Qm.data();
+    auto inject_outliers = [&](matrix_f& K, double m) {
+      kvq::inject::channel_outlier_config oc = oc0;
+      oc.channels = channels;
+      for (std::size_t i = 0; i < channels.size(); ++i) oc.offsets.push_back(static_cast<float>(i % 2 ? -m : m));
+      kvq::inject::inject_channel_outliers(K, oc);
+    };
     auto keys_with_outliers = [&](std::size_t n, double m) {
       matrix_f K = base.k[0].topRows(static_cast<Eigen::Index>(n));
-      if (m > 0 && treat) {
-        kvq::inject::channel_outlier_config oc = oc0;
-        oc.channels = channels;
-        for (std::size_t i = 0; i < channels.size(); ++i) oc.offsets.push_back(static_cast<float>(i % 2 ? -m : m));
-        kvq::inject::inject_channel_outliers(K, oc);
-      }
+      if (m > 0 && treat) inject_outliers(K, m);
       return K;
     };
 
@@ -221,7 +222,8 @@ study_def definition() {
     // The metrics' reference side (the sort of p, its ranks and top-k) is prepared here
     // once and shared by every scheme of phase 2.
     struct reference {
-      std::vector<std::vector<double>> p, o;
+      // Query q's weights at p + q * n (n: the cell's context), its outputs at o + q * hd.
+      std::vector<double> p, o;
       std::vector<kvq::metrics::prepared_reference> prep;
     };
     std::vector<reference> ref(NC * NM);
@@ -235,14 +237,14 @@ study_def definition() {
                                                       base.v[0].topRows(static_cast<Eigen::Index>(n)));
         kvq::attention::workspace aws;
         reference& r = ref[i];
-        r.p.assign(nq, std::vector<double>(n));
-        r.o.assign(nq, std::vector<double>(hd));
+        r.p.assign(nq * n, 0.0);
+        r.o.assign(nq * hd, 0.0);
         r.prep.resize(nq);
-        for (std::size_t q = 0; q < nq; ++q) {
-          const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
-          att.run_prefix(Q + q * hd, keys, r.p[q].data(), r.o[q].data(), aws);
-          r.prep[q].prepare(r.p[q].data(), keys);
-        }
+        std::vector<std::size_t> keys(nq);
+        std::vector<kvq::attention::query_status> st(nq);
+        for (std::size_t q = 0; q < nq; ++q) keys[q] = lab::keys_seen(ctx, base.query_positions, q, n);
+        att.run_prefix_batch(Q, hd, nq, keys.data(), r.p.data(), n, r.o.data(), hd, st.data(), aws);
+        for (std::size_t q = 0; q < nq; ++q) r.prep[q].prepare(r.p.data() + q * n, keys[q]);
       });
     }
 
@@ -276,9 +278,16 @@ study_def definition() {
         // previous magnitude has the same metrics (for schemes the outliers do not reach,
         // e.g. bf16, every magnitude after the first).
         std::vector<lab::query_metrics> prev_qm;
+        // The keys of each magnitude in one matrix: the base keys, whose outlier channels
+        // are restored from the base and injected again for every magnitude
+        // (keys_with_outliers' values; the other channels never change).
+        matrix_f K = base.k[0].topRows(static_cast<Eigen::Index>(n));
         for (std::size_t mi = 0; mi < NM; ++mi) {
           const double m = mags[mi];
-          const matrix_f K = keys_with_outliers(n, m);
+          if (mi > 0)
+            for (std::size_t c : channels)
+              K.col(static_cast<Eigen::Index>(c)) = base.k[0].col(static_cast<Eigen::Index>(c)).head(static_cast<Eigen::Index>(n));
+          if (m > 0 && treat) inject_outliers(K, m);
           const kvq::attention::storage_attention att(K, Vh, so);
           const flush_stats fs = measure_flush(sc, K.data(), att.keys().data(), n, hd, channels);
           const reference& r = ref[ci * NM + mi];
@@ -291,10 +300,10 @@ study_def definition() {
             if (mi > 0) {
               const reference& rp = ref[ci * NM + mi - 1];
               same = same_bits(pq, prev_p.data() + q * n, keys[q]) && same_bits(oq, prev_o.data() + q * hd, hd) &&
-                     same_bits(r.p[q].data(), rp.p[q].data(), keys[q]) &&
-                     same_bits(r.o[q].data(), rp.o[q].data(), hd);
+                     same_bits(r.p.data() + q * n, rp.p.data() + q * n, keys[q]) &&
+                     same_bits(r.o.data() + q * hd, rp.o.data() + q * hd, hd);
             }
-            qm.push_back(same ? prev_qm[q] : lab::evaluate(r.prep[q], pq, r.o[q].data(), oq, hd, ws));
+            qm.push_back(same ? prev_qm[q] : lab::evaluate(r.prep[q], pq, r.o.data() + q * hd, oq, hd, ws));
           }
           p.swap(prev_p);
           o.swap(prev_o);

@@ -122,7 +122,7 @@ TEST_CASE("run_prefix refuses a prefix of fewer than 2 or more than n keys", "[a
 // run_prefix_batch against run_prefix query by query: every storage option, key counts
 // that differ per query (2, odd, even, n), groups beyond query_group, strides above the
 // minimum, and a NaN in K (a query whose scores and outputs are not finite).
-TEST_CASE("run_prefix_batch gives each query's run_prefix bits", "[attention][prefix]") {
+TEST_CASE("run_prefix_batch gives each query's run_prefix bits (storage and reference)", "[attention][prefix]") {
   const std::size_t n = 97, d = 32;
   const std::size_t nq = storage_attention::query_group + 3;
   const auto x = make(n, d, nq);
@@ -171,6 +171,23 @@ TEST_CASE("run_prefix_batch gives each query's run_prefix bits", "[attention][pr
       CHECK(ob[v * o_stride + d] == -1.0f);
     }
     if (mode == 6) CHECK(st[nq - 1].nonfinite_scores);
+    // The reference path on the same keys and values, with and without biases.
+    if (mode == 0 || mode == 4 || mode == 6) {
+      const reference_attention ref(K, V, mode == 4 ? bias : std::vector<float>{});
+      std::vector<double> pr(nq * p_stride, -1.0), orf(nq * o_stride, -1.0);
+      ref.run_prefix_batch(Q.data(), d, nq, keys.data(), pr.data(), p_stride, orf.data(), o_stride, st.data(), wb);
+      for (std::size_t v = 0; v < nq; ++v) {
+        std::vector<double> p1(keys[v]), o1(d);
+        const query_status s1 = ref.run_prefix(&Q(static_cast<Eigen::Index>(v), 0), keys[v], p1.data(), o1.data(), w1);
+        INFO("reference, mode " << mode << ", query " << v << ", keys " << keys[v]);
+        CHECK(same_bits_or_nan(p1.data(), pr.data() + v * p_stride, keys[v]));
+        CHECK(same_bits_or_nan(o1.data(), orf.data() + v * o_stride, d));
+        CHECK(s1.nonfinite_scores == st[v].nonfinite_scores);
+        CHECK(s1.nonfinite_output == st[v].nonfinite_output);
+        for (std::size_t t = keys[v]; t < p_stride; ++t) CHECK(pr[v * p_stride + t] == -1.0);
+        CHECK(orf[v * o_stride + d] == -1.0);
+      }
+    }
   }
 }
 
@@ -193,4 +210,11 @@ TEST_CASE("run_prefix_batch refuses bad key counts and short strides", "[attenti
   CHECK_THROWS_WITH(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, o.data(), 7, s.data(), ws),
                     Catch::Contains("o_stride 7 is below head_dim 8"));
   CHECK_NOTHROW(st.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, o.data(), 8, s.data(), ws));
+  const reference_attention ref(x.k[0], x.v[0]);
+  std::vector<double> od(40);
+  CHECK_THROWS_WITH(ref.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 9, od.data(), 8, s.data(), ws),
+                    Catch::Contains("p_stride 9 is below the 10 weights of query 0"));
+  keys[0] = 0;
+  CHECK_THROWS_WITH(ref.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, od.data(), 8, s.data(), ws),
+                    Catch::Contains("prefix of 0 keys"));
 }

@@ -80,10 +80,11 @@ TEST_CASE("batched reference and fp32 weights are the per-query kernels' bits", 
   check(gen, 4096 + 17, 128, 5, 1, true);
 }
 
-// storage_query_batch against storage_query query by query, each on its own prefix of
-// the rows: fp32 and bf16 math, the same four kinds of context as above, biases, and
+// storage_query_batch / reference_query_batch against storage_query / reference_query
+// query by query, each on its own prefix of the rows: fp32 and bf16 math, the same four kinds of context as above, biases, and
 // prefixes of 1 key, odd and even counts and the whole context.
-TEST_CASE("batched fp32/bf16 queries are storage_query's bits on each prefix", "[attention][quick]") {
+TEST_CASE("batched queries are storage_query's (fp32, bf16) and reference_query's bits on each prefix",
+          "[attention][quick]") {
   std::mt19937 gen(23);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (std::size_t n : {1, 2, 9, 64, 65, 301}) {
@@ -114,6 +115,25 @@ TEST_CASE("batched fp32/bf16 queries are storage_query's bits on each prefix", "
             std::vector<double> pb(nq * n);
             std::vector<float> ob(nq * d), s(nq * n), acc(nq * kvq::attention::pv_scratch(n, d)), tmp(d), Z(nq);
             std::vector<kvq::attention::query_status> st(nq);
+            if (!bf16) {  // the reference path on the same context
+              std::vector<double> pr(nq * n), orf(nq * d), sr(nq * n), accr(nq * kvq::attention::pv_scratch(n, d)),
+                  tmpr(d);
+              kvq::attention::reference_query_batch(q.data(), d + 2, nq, keys.data(), K, V, pr.data(), n, orf.data(), d,
+                                                    st.data(), sr.data(), accr.data(), tmpr.data(), b);
+              for (std::size_t i = 0; i < nq; ++i) {
+                const std::size_t m = keys[i];
+                std::vector<double> p1(m), o1(d), acc1(kvq::attention::pv_scratch(m, d)), tmp1(d);
+                const kvq::attention::rows_view<float> Km{k.data(), m, d, d + 1}, Vm{v.data(), m, d, d + 3};
+                const auto st1 = kvq::attention::reference_query(q.data() + i * (d + 2), Km, Vm, p1.data(), o1.data(),
+                                                                 acc1.data(), tmp1.data(), b);
+                INFO("reference: n " << n << ", d " << d << ", kind " << kind << ", bias " << with_bias << ", query "
+                                     << i << ", keys " << m);
+                REQUIRE(st1.nonfinite_scores == st[i].nonfinite_scores);
+                REQUIRE(st1.nonfinite_output == st[i].nonfinite_output);
+                for (std::size_t t = 0; t < m; ++t) REQUIRE(same_bits(pr[i * n + t], p1[t]));
+                for (std::size_t c = 0; c < d; ++c) REQUIRE(same_bits(orf[i * d + c], o1[c]));
+              }
+            }
             kvq::attention::storage_query_batch(q.data(), d + 2, nq, keys.data(), K, V, 0.25f, bf16, pb.data(), n,
                                                 ob.data(), d, st.data(), s.data(), acc.data(), tmp.data(), Z.data(), b);
             for (std::size_t i = 0; i < nq; ++i) {

@@ -109,6 +109,28 @@ inline void check_prefix(const char* where, std::size_t keys, std::size_t n) {
     fail(where, "prefix of " + std::to_string(keys) + " keys (allowed: 2 to the " + std::to_string(n) + " tokens)");
 }
 
+/// The arguments of a run_prefix_batch: every key count a prefix (check_prefix), and with
+/// more than one query, rows of p long enough for every query's weights and rows of o
+/// for head_dim outputs.
+inline void check_batch(const char* where, std::size_t n_q, const std::size_t* keys, std::size_t n,
+                        std::size_t p_stride, std::size_t o_stride, std::size_t d) {
+  for (std::size_t v = 0; v < n_q; ++v) {
+    check_prefix(where, keys[v], n);
+    if (p_stride < keys[v] && n_q > 1)
+      fail(where, "p_stride " + std::to_string(p_stride) + " is below the " + std::to_string(keys[v]) +
+                      " weights of query " + std::to_string(v));
+  }
+  if (o_stride < d && n_q > 1)
+    fail(where, "o_stride " + std::to_string(o_stride) + " is below head_dim " + std::to_string(d));
+}
+
+/// The largest of keys[0..g).
+inline std::size_t max_keys(const std::size_t* keys, std::size_t g) {
+  std::size_t n = 0;
+  for (std::size_t v = 0; v < g; ++v) n = keys[v] > n ? keys[v] : n;
+  return n;
+}
+
 inline void check_bias(const char* where, const std::vector<float>& bias, const matrix_f& K) {
   if (bias.empty()) return;
   if (bias.size() != static_cast<std::size_t>(K.rows()))
@@ -173,6 +195,31 @@ class reference_attention {
     return reference_query(q, detail::view_prefix(K_, keys), detail::view_prefix(V_, keys), p, o, acc, tmp,
                            detail::bias_ptr(bias_));
   }
+
+  /// run_prefix of n_q queries at once, the same bits as n_q calls
+  /// (reference_query_batch: K and V read once per group of queries). Query v is row v
+  /// of Q (Q + v * q_stride) and attends to the first keys[v] tokens; its weights go to
+  /// p + v * p_stride, its outputs to o + v * o_stride, its status to st[v]. Scratch:
+  /// query_group * tokens() doubles of scores and as many P.V accumulators. Throws
+  /// std::invalid_argument as storage_attention::run_prefix_batch.
+  void run_prefix_batch(const float* Q, std::size_t q_stride, std::size_t n_q, const std::size_t* keys, double* p,
+                        std::size_t p_stride, double* o, std::size_t o_stride, query_status* st,
+                        workspace& ws) const {
+    const std::size_t d = head_dim();
+    detail::check_batch("kvq::attention::reference_attention::run_prefix_batch", n_q, keys, tokens(), p_stride,
+                        o_stride, d);
+    for (std::size_t v0 = 0; v0 < n_q; v0 += query_group) {
+      const std::size_t g = n_q - v0 < query_group ? n_q - v0 : query_group;
+      const std::size_t n = detail::max_keys(keys + v0, g);
+      double* s = workspace::get(ws.d0, g * n + g * pv_scratch(n, d) + d);
+      reference_query_batch(Q + v0 * q_stride, q_stride, g, keys + v0, detail::view_prefix(K_, n),
+                            detail::view_prefix(V_, n), p + v0 * p_stride, p_stride, o + v0 * o_stride, o_stride,
+                            st + v0, s, s + g * n, s + g * n + g * pv_scratch(n, d), detail::bias_ptr(bias_));
+    }
+  }
+
+  /// Queries run_prefix_batch scores per pass over K and V.
+  static constexpr std::size_t query_group = 8;
 
  private:
   matrix_f K_, V_;
@@ -290,20 +337,12 @@ class storage_attention {
   void run_prefix_batch(const float* Q, std::size_t q_stride, std::size_t n_q, const std::size_t* keys, double* p,
                         std::size_t p_stride, float* o, std::size_t o_stride, query_status* st,
                         workspace& ws) const {
-    const char* where = "kvq::attention::storage_attention::run_prefix_batch";
     const std::size_t d = head_dim();
-    for (std::size_t v = 0; v < n_q; ++v) {
-      detail::check_prefix(where, keys[v], tokens());
-      if (p_stride < keys[v] && n_q > 1)
-        kvq::detail::fail(where, "p_stride " + std::to_string(p_stride) + " is below the " + std::to_string(keys[v]) +
-                                     " weights of query " + std::to_string(v));
-    }
-    if (o_stride < d && n_q > 1)
-      kvq::detail::fail(where, "o_stride " + std::to_string(o_stride) + " is below head_dim " + std::to_string(d));
+    detail::check_batch("kvq::attention::storage_attention::run_prefix_batch", n_q, keys, tokens(), p_stride,
+                        o_stride, d);
     for (std::size_t v0 = 0; v0 < n_q; v0 += query_group) {
       const std::size_t g = n_q - v0 < query_group ? n_q - v0 : query_group;
-      std::size_t n = 0;
-      for (std::size_t v = v0; v < v0 + g; ++v) n = keys[v] > n ? keys[v] : n;
+      const std::size_t n = detail::max_keys(keys + v0, g);
       float* qq = workspace::get(ws.q, g * d);
       for (std::size_t v = 0; v < g; ++v) prepare_query(Q + (v0 + v) * q_stride, qq + v * d);
       float* s = workspace::get(ws.f0, g * n);

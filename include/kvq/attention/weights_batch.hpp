@@ -108,6 +108,47 @@ inline void storage_weights_batch(const float* q, std::size_t q_stride, std::siz
   for (std::size_t v = 0; v < n_q; ++v) storage_softmax_row(s + v * K.rows, K.rows, p + v * K.rows);
 }
 
+namespace detail {
+
+/// The P.V of a batch of queries over prefixes of the same V: query v pushes rows
+/// 0 .. keys[v] - 1, each scaled by weight(v, t), into its own accumulator (storage
+/// acc + v * levels, levels >= pv_scratch(keys[v], V.cols)), rows t and t + 1 together
+/// (push_scaled_pair) while they are in cache for the whole batch. The pushes of each
+/// query are those of its own loop over t, so its sums have the same bits. weight(v, t)
+/// is called once per pair, in increasing t for each query. tmp: V.cols elements.
+template <class T, class Weight>
+inline void pv_batch(std::size_t n_q, const std::size_t* keys, rows_view<float> V, std::size_t n, T* acc,
+                     std::size_t levels, T* tmp, Weight&& weight) {
+  const std::size_t d = V.cols;
+  for (std::size_t t = 0; t < n; t += 2) {
+    const float* v0 = V.row(t);
+    for (std::size_t v = 0; v < n_q; ++v) {
+      const std::size_t nv = keys[v];
+      if (t >= nv) continue;
+      // The accumulator is its storage and its count, which is t here (rows 0 .. t - 1 pushed).
+      reduce::tree_vector_accumulator<T> pv(acc + v * levels, d);
+      pv.count = t;
+      const T w0 = weight(v, t);
+      if (t + 1 < nv) {
+        const T w1 = weight(v, t + 1);
+        pv.push_scaled_pair(w0, v0, w1, V.row(t + 1), tmp);
+      } else {
+        pv.push_scaled(w0, v0, tmp);
+      }
+    }
+  }
+}
+
+/// The result of query v's accumulator after pv_batch: its keys[v] rows' column sums.
+template <class T>
+inline void pv_batch_result(T* acc, std::size_t d, std::size_t rows, T* out) {
+  reduce::tree_vector_accumulator<T> pv(acc, d);
+  pv.count = rows;
+  pv.result(out);
+}
+
+}  // namespace detail
+
 /// storage_query (kvq/attention/kernels.hpp) of n_q queries over prefixes of the same
 /// stored K and V, bit for bit each query's own call: query v (row v of q at
 /// q + v * q_stride, as storage_query takes it: rotated, quantized, bf16-rounded already)
@@ -148,47 +189,64 @@ inline void storage_query_batch(const float* q, std::size_t q_stride, std::size_
     Z[v] = reduce::tree_sum_blocked(sv, nv);
     if (bf16) Z[v] = 1.0f / Z[v];  // storage_query's invZ
   }
-  // Query v's accumulator: its storage and its count, which is t at row t (every query
-  // pushes rows 0, 1, ... of its prefix in order) and keys[v] at the end.
-  for (std::size_t t = 0; t < n; t += 2) {
-    const float* v0 = V.row(t);
-    const float* v1 = t + 1 < n ? V.row(t + 1) : nullptr;
-    for (std::size_t v = 0; v < n_q; ++v) {
-      const std::size_t nv = keys[v];
-      if (t >= nv) continue;
-      const float* sv = s + v * n;
-      double* pvv = p + v * p_stride;
-      reduce::tree_vector_accumulator<float> pv(acc + v * levels, d);
-      pv.count = t;
-      float w0, w1 = 0.0f;
-      if (!bf16) {
-        w0 = sv[t] / Z[v];
-        pvv[t] = static_cast<double>(w0);
-        if (t + 1 < nv) {
-          w1 = sv[t + 1] / Z[v];
-          pvv[t + 1] = static_cast<double>(w1);
-        }
-      } else {
-        w0 = round_bf16(sv[t]);
-        pvv[t] = static_cast<double>(w0) * static_cast<double>(Z[v]);
-        if (t + 1 < nv) {
-          w1 = round_bf16(sv[t + 1]);
-          pvv[t + 1] = static_cast<double>(w1) * static_cast<double>(Z[v]);
-        }
-      }
-      if (t + 1 < nv)
-        pv.push_scaled_pair(w0, v0, w1, v1, tmp);
-      else
-        pv.push_scaled(w0, v0, tmp);
+  detail::pv_batch<float>(n_q, keys, V, n, acc, levels, tmp, [&](std::size_t v, std::size_t t) {
+    const float* sv = s + v * n;
+    double* pvv = p + v * p_stride;
+    if (!bf16) {
+      const float w = sv[t] / Z[v];
+      pvv[t] = static_cast<double>(w);
+      return w;
     }
-  }
+    const float w = round_bf16(sv[t]);
+    pvv[t] = static_cast<double>(w) * static_cast<double>(Z[v]);
+    return w;
+  });
   for (std::size_t v = 0; v < n_q; ++v) {
-    reduce::tree_vector_accumulator<float> pv(acc + v * levels, d);
-    pv.count = keys[v];
     float* ov = o + v * o_stride;
-    pv.result(ov);
+    detail::pv_batch_result(acc + v * levels, d, keys[v], ov);
     if (bf16)
       for (std::size_t c = 0; c < d; ++c) ov[c] = round_bf16(ov[c] * Z[v]);
+    st[v].nonfinite_output = !detail::all_finite(ov, d);
+  }
+}
+
+/// reference_query (kvq/attention/kernels.hpp) of n_q queries over prefixes of the same K
+/// and V, bit for bit each query's own call, as storage_query_batch does for the fp32
+/// path: query v (row v of q at q + v * q_stride) attends to the first keys[v] rows
+/// (1 <= keys[v] <= K.rows, V.rows >= K.rows); its weights go to p + v * p_stride
+/// (keys[v] doubles), its outputs to o + v * o_stride (d doubles), its status to st[v].
+/// Scores by reduce::tree_dot_block in double, reference_weights' steps over each prefix
+/// (reference_softmax_row), the P.V of the batch row by row (detail::pv_batch).
+/// Scratch: s = n_q * K.rows doubles, acc = n_q * pv_scratch(K.rows, d) doubles, tmp = d
+/// doubles; bias: K.rows floats or nullptr.
+inline void reference_query_batch(const float* q, std::size_t q_stride, std::size_t n_q, const std::size_t* keys,
+                                  rows_view<float> K, rows_view<float> V, double* p, std::size_t p_stride, double* o,
+                                  std::size_t o_stride, query_status* st, double* s, double* acc, double* tmp,
+                                  const float* bias = nullptr) {
+  const std::size_t n = K.rows, d = K.cols, levels = pv_scratch(n, d);
+  reduce::tree_dot_block<double>(q, q_stride, n_q, K.data, K.stride, n, d, s, n);
+  const double rsd = math::sqrt(static_cast<double>(d));
+  for (std::size_t v = 0; v < n_q; ++v) {
+    double* sv = s + v * n;
+    const std::size_t nv = keys[v];
+    bool bad = false;
+    for (std::size_t t = 0; t < nv; ++t) {
+      double x = sv[t] / rsd;
+      if (bias != nullptr) x = x + static_cast<double>(bias[t]);
+      bad = bad | !detail::finite(x);
+      sv[t] = x;
+    }
+    st[v] = query_status{};
+    st[v].nonfinite_scores = bad;
+    reference_softmax_row(sv, nv);
+    double* pv = p + v * p_stride;
+    for (std::size_t t = 0; t < nv; ++t) pv[t] = sv[t];
+  }
+  detail::pv_batch<double>(n_q, keys, V, n, acc, levels, tmp,
+                           [&](std::size_t v, std::size_t t) { return s[v * n + t]; });
+  for (std::size_t v = 0; v < n_q; ++v) {
+    double* ov = o + v * o_stride;
+    detail::pv_batch_result(acc + v * levels, d, keys[v], ov);
     st[v].nonfinite_output = !detail::all_finite(ov, d);
   }
 }
