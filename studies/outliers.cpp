@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -260,7 +261,7 @@ study_def definition() {
         const scheme_spec& sc = scheme_named(schemes[si]);
         // V does not depend on the magnitude: quantize it once, then give the attention
         // path the dequantized V and only the key codec.
-        const matrix_f Vh = kvq::attention::transform_of(sc, kv_role::value)(base.v[0].topRows(static_cast<Eigen::Index>(n)));
+        matrix_f Vh = kvq::attention::transform_of(sc, kv_role::value)(base.v[0].topRows(static_cast<Eigen::Index>(n)));
         kvq::attention::storage_options so;
         so.codec.k = kvq::attention::transform_of(sc, kv_role::key);
         so.codec.name = sc.name;
@@ -282,13 +283,20 @@ study_def definition() {
         // are restored from the base and injected again for every magnitude
         // (keys_with_outliers' values; the other channels never change).
         matrix_f K = base.k[0].topRows(static_cast<Eigen::Index>(n));
+        // V^ is stored once per task; each magnitude replaces the keys (set_keys).
+        std::unique_ptr<kvq::attention::storage_attention> stored;
         for (std::size_t mi = 0; mi < NM; ++mi) {
           const double m = mags[mi];
           if (mi > 0)
             for (std::size_t c : channels)
               K.col(static_cast<Eigen::Index>(c)) = base.k[0].col(static_cast<Eigen::Index>(c)).head(static_cast<Eigen::Index>(n));
           if (m > 0 && treat) inject_outliers(K, m);
-          const kvq::attention::storage_attention att(K, Vh, so);
+          if (!stored) {
+            stored = std::make_unique<kvq::attention::storage_attention>(K, Vh, so);
+            Vh = matrix_f();  // stored holds its own copy
+          } else
+            stored->set_keys(K);
+          const kvq::attention::storage_attention& att = *stored;
           const flush_stats fs = measure_flush(sc, K.data(), att.keys().data(), n, hd, channels);
           const reference& r = ref[ci * NM + mi];
           att.run_prefix_batch(Q, hd, nq, keys.data(), p.data(), n, o.data(), hd, st.data(), aws);

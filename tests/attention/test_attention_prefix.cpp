@@ -218,3 +218,43 @@ TEST_CASE("run_prefix_batch refuses bad key counts and short strides", "[attenti
   CHECK_THROWS_WITH(ref.run_prefix_batch(x.q[0].data(), 8, 2, keys, p.data(), 10, od.data(), 8, s.data(), ws),
                     Catch::Contains("prefix of 0 keys"));
 }
+
+// set_keys must leave the object as a fresh construction from the new keys would: the
+// stored keys and every query's weights and outputs, for each storage option.
+TEST_CASE("storage_attention::set_keys equals constructing from the new keys", "[attention][prefix]") {
+  const std::size_t n = 40, d = 16;
+  const auto x = make(n, d, 3);
+  const auto y = make(n, d, 1);
+  const matrix_f &Q = x.q[0], &V = x.v[0];
+  matrix_f K2 = y.k[0];
+  K2(3, 2) = 40.0f;  // an outlier: the codec's scales change
+  const kv_transform coarse = [](const matrix_f& m) {
+    matrix_f r = m;
+    for (Eigen::Index i = 0; i < r.size(); ++i) r.data()[i] = std::round(r.data()[i] * 4.0f) / 4.0f;
+    return r;
+  };
+  std::vector<float> bias(n, 0.25f);
+  for (int mode = 0; mode < 4; ++mode) {
+    storage_options so;
+    so.bf16_math = mode == 1;
+    so.hadamard = mode == 2;
+    if (mode == 3) so.codec.k = so.codec.v = coarse, so.bias = bias;
+    storage_attention changed(x.k[0], V, so);
+    changed.set_keys(K2);
+    const storage_attention fresh(K2, V, so);
+    INFO("mode " << mode);
+    CHECK(std::memcmp(changed.keys().data(), fresh.keys().data(), n * d * sizeof(float)) == 0);
+    CHECK(std::memcmp(changed.values().data(), fresh.values().data(), n * d * sizeof(float)) == 0);
+    workspace w1, w2;
+    for (Eigen::Index r = 0; r < Q.rows(); ++r) {
+      std::vector<double> p1(n), p2(n);
+      std::vector<float> o1(d), o2(d);
+      changed.run(&Q(r, 0), p1.data(), o1.data(), w1);
+      fresh.run(&Q(r, 0), p2.data(), o2.data(), w2);
+      CHECK(same_bits(p1, p2));
+      CHECK(same_bits(o1, o2));
+    }
+  }
+  storage_attention st(x.k[0], V, storage_options{});
+  CHECK_THROWS_WITH(st.set_keys(x.k[0].topRows(20)), Catch::Contains("mismatched shapes"));
+}

@@ -273,6 +273,20 @@ class storage_attention {
     scale_ = opt_.softmax_scale > 0.0f ? opt_.softmax_scale : detail::default_softmax_scale(head_dim());
   }
 
+  /// Replaces the keys with K, stored as the constructor stores them (rotation, codec,
+  /// bf16), and keeps the stored values: the same object as constructing from (K, V)
+  /// again, without storing V again (a study that varies only the keys). Throws
+  /// std::invalid_argument for a K whose shape differs from V's, or as the constructor.
+  void set_keys(const matrix_f& K) {
+    const char* where = "kvq::attention::storage_attention::set_keys";
+    detail::check_kv(where, K, V_);
+    detail::check_bias(where, opt_.bias, K);
+    matrix_f k = stored(K, opt_.codec.k, "K", where);
+    if (opt_.bf16_math)
+      for (Eigen::Index i = 0; i < k.size(); ++i) k.data()[i] = round_bf16(k.data()[i]);
+    K_ = std::move(k);
+  }
+
  private:
   // The rotated (with hadamard) and coded matrix. The codec reads the caller's matrix
   // directly when there is no rotation: copying it first only cost a pass over K or V.
