@@ -2,6 +2,7 @@
 // is test_math (Boost.Multiprecision). Here: the rewritten steps (Dekker's product for the
 // ln2 tail, 2^k from the shifter's bits) for every k the fast range reaches, and exp_n
 // against the scalar function over every edge class and a dense sweep of the fast range.
+// log_n against the scalar math::log over the same kinds of inputs.
 // sincos_n against the scalar math::sincos (whose oracle is test_math and the exhaustive
 // sweep) in both kernel copies.
 #include <catch2/catch.hpp>
@@ -86,6 +87,50 @@ TEST_CASE("exp_n gives math::exp's bits for every element (double and float)", "
     float first_bad = 0.0f;
     for (std::size_t i = 0; i < n; ++i)
       if (bits32(y[i]) != bits32(kvq::math::exp(xf[off + i])) && bad++ == 0) first_bad = xf[off + i];
+    INFO("offset " << off << ": " << bad << " of " << n << " differ, the first at x = " << first_bad);
+    REQUIRE(bad == 0);
+  }
+}
+
+// log_n against the scalar math::log: every edge class (NaN, infinities, zeros, negatives,
+// subnormals, the normal range's ends), mantissas at and around the sqrt(2) switch and 1
+// (k = 0 and f near 0: the Dekker product's smallest operands), powers of two, random bit
+// patterns over every binade, the study's ratios of probabilities, groups with one lane
+// off the fast path, every alignment and in place.
+TEST_CASE("log_n gives math::log's bits for every element", "[math][quick]") {
+  using lim = std::numeric_limits<double>;
+  std::vector<double> x;
+  double nan2;
+  const std::uint64_t pay = 0x7ff8000000000456ull;
+  std::memcpy(&nan2, &pay, 8);
+  for (double v : {lim::quiet_NaN(), nan2, lim::infinity(), -lim::infinity(), 0.0, -0.0, -1.0, -lim::min(),
+                   lim::denorm_min(), lim::min(), std::nextafter(lim::min(), 0.0), std::nextafter(lim::min(), 1.0),
+                   lim::max(), 1.0, std::nextafter(1.0, 2.0), std::nextafter(1.0, 0.0), 2.0, 0.5, 1.4142135623730951,
+                   std::nextafter(1.4142135623730951, 2.0), std::nextafter(1.4142135623730951, 0.0),
+                   0.70710678118654757, std::nextafter(0.70710678118654757, 0.0), 1e-300, 3e-320})
+    x.push_back(v);
+  for (int e = -1074; e <= 1023; ++e) x.push_back(std::ldexp(1.0, e));
+  std::mt19937_64 gen(17);
+  for (int i = 0; i < 200000; ++i) {
+    double v;
+    const std::uint64_t u = gen() & 0x7fffffffffffffffull;  // positive: every binade, NaN and inf included
+    std::memcpy(&v, &u, 8);
+    x.push_back(v);
+  }
+  for (int i = 0; i < 100000; ++i) x.push_back(std::uniform_real_distribution<double>(0.5, 2.0)(gen));
+  for (int i = 0; i < 20000; ++i) x.push_back(1.0 + std::ldexp(std::uniform_real_distribution<double>(-1, 1)(gen), -(int)(gen() % 52)));
+  for (int i = 0; i < 64; ++i) x.push_back(i % 5 == 2 ? 0.0 : 1.0 + i);
+  for (std::size_t off = 0; off < 4; ++off) {
+    const std::size_t n = x.size() - off;
+    std::vector<double> y(x.begin() + static_cast<std::ptrdiff_t>(off), x.end());
+    kvq::math::log_n(y.data(), y.data(), n);  // in place
+    std::size_t bad = 0;
+    double first_bad = 0.0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double r = kvq::math::log(x[off + i]);
+      const bool same = bits64(y[i]) == bits64(r) || (std::isnan(y[i]) && std::isnan(r));
+      if (!same && bad++ == 0) first_bad = x[off + i];
+    }
     INFO("offset " << off << ": " << bad << " of " << n << " differ, the first at x = " << first_bad);
     REQUIRE(bad == 0);
   }

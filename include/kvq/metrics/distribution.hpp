@@ -23,6 +23,7 @@
 #include <iterator>
 
 #include <kvq/config.hpp>
+#include <kvq/core/math_array.hpp>
 #include <kvq/metrics/detail/check.hpp>
 #include <kvq/metrics/detail/math.hpp>
 #include <kvq/metrics/detail/sort.hpp>
@@ -68,6 +69,24 @@ KVQ_HD inline double log_ratio(double a, double b) {
   return log_d(a) - log_d(b);
 }
 
+// out[j] = (a_j == 0 ? 0 : a_j * log_ratio(a_j, b_j)) for j < m, with a_j = a(j) and b_j =
+// b(j) (doubles), m <= tree_sum_chunk: the ratios' logarithms by math::log_n (the bits of
+// log_d per element), the rare ratio that is not a finite normal number by log_ratio.
+// Host only (the device keeps one term at a time).
+template <class A, class B>
+inline void weighted_log_ratios(std::size_t m, A a, B b, double* out) {
+  double r[tree_sum_chunk];
+  for (std::size_t j = 0; j < m; ++j) r[j] = a(j) / b(j);
+  kvq::math::log_n(r, out, m);
+  for (std::size_t j = 0; j < m; ++j) {
+    const double aj = a(j);
+    if (aj == 0.0)
+      out[j] = 0.0;
+    else
+      out[j] = aj * (is_finite_d(r[j]) && r[j] >= 2.2250738585072014e-308 ? out[j] : log_d(aj) - log_d(b(j)));
+  }
+}
+
 }  // namespace detail
 
 /// KL(p ‖ p̂) over n keys, p = reference, q = p̂ (emulated), in nats. Terms with p_i = 0
@@ -84,12 +103,22 @@ KVQ_HD inline kl_result kl_divergence(const T* p, const U* q, std::size_t n) {
     r.value = r.finite_part = detail::quiet_nan();
     return r;
   }
+#if KVQ_DEVICE_PASS
   r.finite_part = detail::tree_sum(n, [=](std::size_t i) {
     const double a = static_cast<double>(p[i]);
     const double b = static_cast<double>(q[i]);
     if (a == 0.0 || b == 0.0) return 0.0;
     return a * detail::log_ratio(a, b);
   });
+#else
+  // The same terms, a chunk at a time (a zero b makes the term 0 as above).
+  r.finite_part = detail::tree_sum_chunked(n, [=](std::size_t i0, std::size_t m, double* out) {
+    detail::weighted_log_ratios(
+        m,
+        [=](std::size_t j) { return static_cast<double>(q[i0 + j]) == 0.0 ? 0.0 : static_cast<double>(p[i0 + j]); },
+        [=](std::size_t j) { return static_cast<double>(q[i0 + j]); }, out);
+  });
+#endif
   r.value = r.infinite_terms > 0 ? detail::pos_inf() : r.finite_part;
   return r;
 }
@@ -100,6 +129,7 @@ KVQ_HD inline kl_result kl_divergence(const T* p, const U* q, std::size_t n) {
 template <class T, class U>
 KVQ_HD inline double js_divergence(const T* p, const U* q, std::size_t n) {
   if (!detail::valid_probabilities(p, n) || !detail::valid_probabilities(q, n)) return detail::quiet_nan();
+#if KVQ_DEVICE_PASS
   const auto term = [](double a, double m) { return a == 0.0 ? 0.0 : a * detail::log_ratio(a, m); };
   const double kp = detail::tree_sum(n, [=](std::size_t i) {
     const double a = static_cast<double>(p[i]);
@@ -111,6 +141,20 @@ KVQ_HD inline double js_divergence(const T* p, const U* q, std::size_t n) {
     const double b = static_cast<double>(q[i]);
     return term(b, (a + b) * 0.5);
   });
+#else
+  // The same terms, a chunk at a time.
+  const auto mid = [=](std::size_t i) { return (static_cast<double>(p[i]) + static_cast<double>(q[i])) * 0.5; };
+  const double kp = detail::tree_sum_chunked(n, [=](std::size_t i0, std::size_t m, double* out) {
+    detail::weighted_log_ratios(
+        m, [=](std::size_t j) { return static_cast<double>(p[i0 + j]); }, [=](std::size_t j) { return mid(i0 + j); },
+        out);
+  });
+  const double kq = detail::tree_sum_chunked(n, [=](std::size_t i0, std::size_t m, double* out) {
+    detail::weighted_log_ratios(
+        m, [=](std::size_t j) { return static_cast<double>(q[i0 + j]); }, [=](std::size_t j) { return mid(i0 + j); },
+        out);
+  });
+#endif
   return 0.5 * kp + 0.5 * kq;
 }
 

@@ -21,6 +21,22 @@ KVQ_HD inline double tree_sum(std::size_t n, F&& term) {
   return acc.result(0.0);
 }
 
+// Terms per chunk, the pushes of tree_sum: fill(i0, m, out) writes term(i0) ..
+// term(i0 + m - 1) to out[0..m) (m <= tree_sum_chunk), so a term can come from a kernel
+// over arrays (math::log_n) and the sum is still tree_sum's, bit for bit.
+constexpr std::size_t tree_sum_chunk = 256;
+template <class Fill>
+KVQ_HD inline double tree_sum_chunked(std::size_t n, Fill&& fill) {
+  kvq::reduce::tree_accumulator<double> acc;
+  double buf[tree_sum_chunk];
+  for (std::size_t i0 = 0; i0 < n; i0 += tree_sum_chunk) {
+    const std::size_t m = n - i0 < tree_sum_chunk ? n - i0 : tree_sum_chunk;
+    fill(i0, m, buf);
+    for (std::size_t j = 0; j < m; ++j) acc.push(buf[j]);
+  }
+  return acc.result(0.0);
+}
+
 // term(i) = x[i], usable from host and device code alike.
 struct array_term {
   const double* x;
