@@ -124,11 +124,19 @@ inline void check_batch(const char* where, std::size_t n_q, const std::size_t* k
     fail(where, "o_stride " + std::to_string(o_stride) + " is below head_dim " + std::to_string(d));
 }
 
-/// The largest of keys[0..g).
-inline std::size_t max_keys(const std::size_t* keys, std::size_t g) {
-  std::size_t n = 0;
-  for (std::size_t v = 0; v < g; ++v) n = keys[v] > n ? keys[v] : n;
-  return n;
+/// Queries a run_prefix_batch scores per pass over K and V.
+constexpr std::size_t batch_query_group = 8;
+
+/// fn(v0, g, n) for each group of up to batch_query_group queries [v0, v0 + g) in order,
+/// n the largest key count of the group (the rows its pass reads).
+template <class Fn>
+inline void for_each_query_group(std::size_t n_q, const std::size_t* keys, Fn&& fn) {
+  for (std::size_t v0 = 0; v0 < n_q; v0 += batch_query_group) {
+    const std::size_t g = n_q - v0 < batch_query_group ? n_q - v0 : batch_query_group;
+    std::size_t n = 0;
+    for (std::size_t v = v0; v < v0 + g; ++v) n = keys[v] > n ? keys[v] : n;
+    fn(v0, g, n);
+  }
 }
 
 inline void check_bias(const char* where, const std::vector<float>& bias, const matrix_f& K) {
@@ -208,18 +216,16 @@ class reference_attention {
     const std::size_t d = head_dim();
     detail::check_batch("kvq::attention::reference_attention::run_prefix_batch", n_q, keys, tokens(), p_stride,
                         o_stride, d);
-    for (std::size_t v0 = 0; v0 < n_q; v0 += query_group) {
-      const std::size_t g = n_q - v0 < query_group ? n_q - v0 : query_group;
-      const std::size_t n = detail::max_keys(keys + v0, g);
+    detail::for_each_query_group(n_q, keys, [&](std::size_t v0, std::size_t g, std::size_t n) {
       double* s = workspace::get(ws.d0, g * n + g * pv_scratch(n, d) + d);
       reference_query_batch(Q + v0 * q_stride, q_stride, g, keys + v0, detail::view_prefix(K_, n),
                             detail::view_prefix(V_, n), p + v0 * p_stride, p_stride, o + v0 * o_stride, o_stride,
                             st + v0, s, s + g * n, s + g * n + g * pv_scratch(n, d), detail::bias_ptr(bias_));
-    }
+    });
   }
 
   /// Queries run_prefix_batch scores per pass over K and V.
-  static constexpr std::size_t query_group = 8;
+  static constexpr std::size_t query_group = detail::batch_query_group;
 
  private:
   matrix_f K_, V_;
@@ -354,9 +360,7 @@ class storage_attention {
     const std::size_t d = head_dim();
     detail::check_batch("kvq::attention::storage_attention::run_prefix_batch", n_q, keys, tokens(), p_stride,
                         o_stride, d);
-    for (std::size_t v0 = 0; v0 < n_q; v0 += query_group) {
-      const std::size_t g = n_q - v0 < query_group ? n_q - v0 : query_group;
-      const std::size_t n = detail::max_keys(keys + v0, g);
+    detail::for_each_query_group(n_q, keys, [&](std::size_t v0, std::size_t g, std::size_t n) {
       float* qq = workspace::get(ws.q, g * d);
       for (std::size_t v = 0; v < g; ++v) prepare_query(Q + (v0 + v) * q_stride, qq + v * d);
       float* s = workspace::get(ws.f0, g * n);
@@ -367,11 +371,11 @@ class storage_attention {
                           tmp + g, tmp, detail::bias_ptr(opt_.bias));
       if (opt_.hadamard)
         for (std::size_t v = v0; v < v0 + g; ++v) hadamard_rotate(o + v * o_stride, d);
-    }
+    });
   }
 
   /// Queries run_prefix_batch scores per pass over K and V.
-  static constexpr std::size_t query_group = 8;
+  static constexpr std::size_t query_group = detail::batch_query_group;
 
  private:
   // The query as the kernels see it: rotated (hadamard), quantized (q_codec) and rounded

@@ -215,6 +215,28 @@ KVQ_HD inline double scale_pow2(double y, int k) {
   return y * pow2_d(k);
 }
 
+/// R = R(z) = sum_{j=1}^{11} 2 z^j / (2j+1) in Horner's order: log_core's series, written once
+/// for the scalar function and its lane copies (T: double, or a GCC vector of doubles,
+/// whose operations are the same ones lane by lane; T{} + a11 is a11 exactly).
+template <class T>
+KVQ_HD inline void log_series(const T& z, T& R) {
+  constexpr double a1 = 2.0 / 3.0, a2 = 2.0 / 5.0, a3 = 2.0 / 7.0, a4 = 2.0 / 9.0, a5 = 2.0 / 11.0,
+                   a6 = 2.0 / 13.0, a7 = 2.0 / 15.0, a8 = 2.0 / 17.0, a9 = 2.0 / 19.0, a10 = 2.0 / 21.0,
+                   a11 = 2.0 / 23.0;
+  R = T{} + a11;
+  R = a10 + z * R;
+  R = a9 + z * R;
+  R = a8 + z * R;
+  R = a7 + z * R;
+  R = a6 + z * R;
+  R = a5 + z * R;
+  R = a4 + z * R;
+  R = a3 + z * R;
+  R = a2 + z * R;
+  R = a1 + z * R;
+  R = z * R;
+}
+
 // log core: log(x) = k ln2 + log(1+f) as a double-double, for finite x > 0.
 // Returns k separately and log(1+f) as a double-double so log2 can add k exactly.
 struct log_parts {
@@ -239,22 +261,8 @@ KVQ_HD inline log_parts log_core(double x) {
   const double f = m - 1.0;  // exact (Sterbenz)
   const double s = f / (2.0 + f);
   const double z = s * s;
-  // R(z) = sum_{j=1}^{11} 2 z^j / (2j+1)
-  constexpr double a1 = 2.0 / 3.0, a2 = 2.0 / 5.0, a3 = 2.0 / 7.0, a4 = 2.0 / 9.0, a5 = 2.0 / 11.0,
-                   a6 = 2.0 / 13.0, a7 = 2.0 / 15.0, a8 = 2.0 / 17.0, a9 = 2.0 / 19.0, a10 = 2.0 / 21.0,
-                   a11 = 2.0 / 23.0;
-  double R = a11;
-  R = a10 + z * R;
-  R = a9 + z * R;
-  R = a8 + z * R;
-  R = a7 + z * R;
-  R = a6 + z * R;
-  R = a5 + z * R;
-  R = a4 + z * R;
-  R = a3 + z * R;
-  R = a2 + z * R;
-  R = a1 + z * R;
-  R = z * R;
+  double R;
+  log_series(z, R);
   const dd ff = two_prod(f, f);
   const double h_hi = 0.5 * ff.hi;  // exact
   const double h_lo = 0.5 * ff.lo;  // exact (no underflow: f is 0 or >= 2^-53)

@@ -161,9 +161,6 @@ KVQ_HD inline void log_group_normal(const double* x, double* y) {
   typedef std::uint64_t vu __attribute__((vector_size(32)));
   typedef std::int64_t vi __attribute__((vector_size(32)));
   constexpr double two52 = 4503599627370496.0;  // 2^52
-  constexpr double a1 = 2.0 / 3.0, a2 = 2.0 / 5.0, a3 = 2.0 / 7.0, a4 = 2.0 / 9.0, a5 = 2.0 / 11.0,
-                   a6 = 2.0 / 13.0, a7 = 2.0 / 15.0, a8 = 2.0 / 17.0, a9 = 2.0 / 19.0, a10 = 2.0 / 21.0,
-                   a11 = 2.0 / 23.0;
   vd xv;
   __builtin_memcpy(&xv, x, sizeof xv);
   const vu u = (vu)(xv);
@@ -180,18 +177,8 @@ KVQ_HD inline void log_group_normal(const double* x, double* y) {
   const vd f = (vd)(msel) - 1.0;
   const vd s = f / (2.0 + f);
   const vd z = s * s;
-  vd R = a11 + z * 0.0;  // a11 in every lane
-  R = a10 + z * R;
-  R = a9 + z * R;
-  R = a8 + z * R;
-  R = a7 + z * R;
-  R = a6 + z * R;
-  R = a5 + z * R;
-  R = a4 + z * R;
-  R = a3 + z * R;
-  R = a2 + z * R;
-  R = a1 + z * R;
-  R = z * R;
+  vd R;
+  log_series(z, R);
   // two_prod(f, f) by Dekker.
   const vd c = 134217729.0 * f;  // 2^27 + 1
   const vd fh = c - (c - f);

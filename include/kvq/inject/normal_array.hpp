@@ -96,21 +96,8 @@ KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t strea
     const double f = m - 1.0;
     const double s = f / (2.0 + f);
     const double z = s * s;
-    constexpr double a1 = 2.0 / 3.0, a2 = 2.0 / 5.0, a3 = 2.0 / 7.0, a4 = 2.0 / 9.0, a5 = 2.0 / 11.0,
-                     a6 = 2.0 / 13.0, a7 = 2.0 / 15.0, a8 = 2.0 / 17.0, a9 = 2.0 / 19.0, a10 = 2.0 / 21.0,
-                     a11 = 2.0 / 23.0;
-    double R = a11;
-    R = a10 + z * R;
-    R = a9 + z * R;
-    R = a8 + z * R;
-    R = a7 + z * R;
-    R = a6 + z * R;
-    R = a5 + z * R;
-    R = a4 + z * R;
-    R = a3 + z * R;
-    R = a2 + z * R;
-    R = a1 + z * R;
-    R = z * R;
+    double R;
+    md::log_series(z, R);
     const double ffh = f * f;
     const double ffl = md::fma_d(f, f, -ffh);  // two_prod(f, f)
     const double h_hi = 0.5 * ffh, h_lo = 0.5 * ffl;
