@@ -150,13 +150,17 @@ study_def definition() {
       }
       const kvq::attention::reference_attention ref(K, V);
       kvq::attention::workspace aws;
-      std::vector<std::vector<double>> pr(nq, std::vector<double>(n)), orf(nq, std::vector<double>(hd));
-      for (std::size_t q = 0; q < nq; ++q)
-        ref.run_prefix(Qm.data() + q * hd, lab::keys_seen(ctx, base.query_positions, q, n), pr[q].data(), orf[q].data(), aws);
+      // Every query's rows at once (run_prefix_batch: each query's run_prefix bits): query
+      // q's weights at q * n, its outputs at q * hd.
+      std::vector<std::size_t> keys(nq);
+      for (std::size_t q = 0; q < nq; ++q) keys[q] = lab::keys_seen(ctx, base.query_positions, q, n);
+      std::vector<kvq::attention::query_status> st(nq);
+      std::vector<double> pr(nq * n), orf(nq * hd);
+      ref.run_prefix_batch(Qm.data(), hd, nq, keys.data(), pr.data(), n, orf.data(), hd, st.data(), aws);
       matrix_f Krot = K;
       for (Eigen::Index r = 0; r < Krot.rows(); ++r) kvq::attention::hadamard_rotate(&Krot(r, 0), hd);
-      std::vector<double> p(n);
-      std::vector<float> o(hd);
+      std::vector<double> p(nq * n);
+      std::vector<float> o(nq * hd);
       kvq::metrics::workspace ws(n);
       for (std::size_t si = 0; si < NS; ++si) {
         const scheme_spec& sc = scheme_named(schemes[si]);
@@ -172,12 +176,11 @@ study_def definition() {
               ++nz;
               fl += att.keys().data()[e] == 0.0f;
             }
+          att.run_prefix_batch(Qm.data(), hd, nq, keys.data(), p.data(), n, o.data(), hd, st.data(), aws);
           std::vector<lab::query_metrics> qm;
-          for (std::size_t q = 0; q < nq; ++q) {
-            const std::size_t keys = lab::keys_seen(ctx, base.query_positions, q, n);
-            att.run_prefix(Qm.data() + q * hd, keys, p.data(), o.data(), aws);
-            qm.push_back(lab::evaluate(pr[q].data(), p.data(), keys, orf[q].data(), o.data(), hd, ws));
-          }
+          for (std::size_t q = 0; q < nq; ++q)
+            qm.push_back(lab::evaluate(pr.data() + q * n, p.data() + q * n, keys[q], orf.data() + q * hd,
+                                       o.data() + q * hd, hd, ws));
           const lab::metric_means mm = lab::mean_over(qm);
           std::vector<cell> row = {sc.name, scaling_of(sc), rot ? "hadamard" : "none", m, ctxs[i / NM],
                                    static_cast<long long>(nq)};
