@@ -11,6 +11,7 @@
 #include <kvq/core/math.hpp>
 #include <kvq/core/reduce.hpp>
 #include <kvq/core/dot_block.hpp>
+#include <kvq/core/dot_bound.hpp>
 #include <kvq/core/math_array.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/core/error.hpp>

@@ -270,3 +270,45 @@ TEST_CASE("lower median of |x|: the element std::nth_element selects", "[inject]
   }
   CHECK(kvq::inject::detail::lower_median_abs(nullptr, 0) == 0.0f);
 }
+
+TEST_CASE("needles without background means inject the same keys from a screened maximum", "[inject][quick]") {
+  // needle_config::background_means = false takes each maximum from approximate dot
+  // products and the exact logits near the top: the keys and maxima must keep every bit
+  // of the default path, over 64-needle passes and their remainder, with tied keys, a
+  // key of a much larger norm and excluded tokens; a non-finite key falls back.
+  for (int variant = 0; variant < 4; ++variant) {
+    qkv x = small(3000, 64, 150, 11 + static_cast<std::uint64_t>(variant));
+    std::vector<matrix_f*> qs{&x.q[0]};
+    for (int c = 0; c < 64; ++c) {
+      x.k[0](700, c) = x.k[0](701, c) = x.k[0](702, c);  // equal logits for every query
+      x.k[0](5, c) *= 40.0f;                               // one large key
+    }
+    if (variant == 3) x.k[0](9, 3) = std::numeric_limits<float>::infinity();
+    needle_config nc;
+    nc.exclude_tokens = {0, 702};
+    const std::size_t count = variant == 0 ? 7 : 150;
+    for (std::size_t i = 0; i < count; ++i)
+      nc.needles.push_back({20 + 19 * i, 1 + i % 4, 0, i, -1.0 + 0.01 * static_cast<double>(i), true});
+    if (variant == 2) nc.needles[3].relative_to_max = false;  // a mean needed: the default path
+    matrix_f k_default = x.k[0], k_screened = x.k[0];
+    const auto r_default = inject_needles(qs, k_default, nc);
+    nc.background_means = false;
+    const auto r_screened = inject_needles(qs, k_screened, nc);
+    INFO("variant " << variant);
+    REQUIRE(r_screened.entries.size() == count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& a = r_default.entries[i];
+      const auto& b = r_screened.entries[i];
+      CHECK(kvq::bit_cast<std::uint64_t>(a.background_max) == kvq::bit_cast<std::uint64_t>(b.background_max));
+      CHECK(kvq::bit_cast<std::uint64_t>(a.target_logit) == kvq::bit_cast<std::uint64_t>(b.target_logit));
+      // Means only where computed: the default path (variants 2 and 3) keeps them.
+      if (variant < 2) CHECK(std::isnan(b.background_mean));
+      else CHECK(kvq::bit_cast<std::uint64_t>(a.background_mean) == kvq::bit_cast<std::uint64_t>(b.background_mean));
+    }
+    bool same = true;
+    for (Eigen::Index t = 0; t < k_default.rows(); ++t)
+      for (Eigen::Index c = 0; c < k_default.cols(); ++c)
+        same = same && kvq::bit_cast<std::uint32_t>(k_default(t, c)) == kvq::bit_cast<std::uint32_t>(k_screened(t, c));
+    CHECK(same);
+  }
+}

@@ -158,3 +158,94 @@ TEST_CASE("span_rank_from_logits: tiny weights, infinities, NaN and empty input 
   check(std::vector<float>{1e30f, -1e30f, -1e30f, 0.0f}, {2});
   check(std::vector<double>{1e300, 0.0, -1.0, 2.0}, {2});
 }
+
+namespace logit_rank_test {
+
+// span_rank_screened against span_rank_from_logits on the same logits, the approximations
+// anywhere within err of them (err from none to wider than the logits' spread, the
+// approximations at the bound's edges too). Returns how many exact logits it asked for.
+template <class T, class A>
+std::size_t check_screened(const std::vector<T>& x, const std::vector<std::size_t>& span, std::mt19937_64& gen,
+                           double err) {
+  const std::size_t n = x.size();
+  std::vector<A> approx(n);
+  std::uniform_real_distribution<double> off(-1.0, 1.0);
+  // The bound given: err, or the approximations' largest distance to the logits where
+  // the rounding to A takes them further (the double difference widened by its rounding).
+  for (std::size_t u = 0; u < n; ++u) {
+    const double o = gen() % 4 == 0 ? (gen() % 2 ? 1.0 : -1.0) : off(gen);
+    approx[u] = static_cast<A>(static_cast<double>(x[u]) + o * err);
+  }
+  for (std::size_t u = 0; u < n; ++u)
+    err = std::max(err, std::fabs(static_cast<double>(approx[u]) - static_cast<double>(x[u])) * (1.0 + 0x1p-50));
+  std::size_t calls = 0;
+  const std::size_t got = kvq::metrics::span_rank_screened<T>(approx.data(), n, err, span.data(), span.size(),
+                                                             [&](std::size_t u) {
+                                                               ++calls;
+                                                               return x[u];
+                                                             });
+  INFO("n = " << n << ", err = " << err << ", span[0] = " << span[0]);
+  REQUIRE(got == from_logits(x, span));
+  return calls;
+}
+
+template <class T, class A>
+void screened_cases(std::mt19937_64& gen) {
+  std::size_t calls = 0, keys = 0;
+  for (std::size_t n : {1, 2, 3, 9, 17, 100, 1000, 4096}) {
+    for (int rep = 0; rep < 40; ++rep) {
+      const double spread = rep % 4 == 0 ? 1.0 : (rep % 4 == 1 ? 8.0 : (rep % 4 == 2 ? 40.0 : 0.001));
+      std::normal_distribution<double> nd(0.0, spread);
+      std::vector<T> x(n);
+      for (auto& v : x) v = static_cast<T>(nd(gen));
+      if (rep % 5 == 0)
+        for (auto& v : x) v = static_cast<T>(std::round(static_cast<double>(v) * 4.0) / 4.0);
+      const auto span = random_span(gen, n);
+      if (rep % 3 == 0) x[span[0]] = x[0] + static_cast<T>(2);
+      if (rep % 7 == 1 && n > 3) x[1] = std::nextafter(x[span[0]], T(1e30));  // a near tie with the span
+      for (double err : {0.0, 1e-6, 1e-3, 0.1, 5.0, 100.0}) {
+        const std::size_t c = check_screened<T, A>(x, span, gen, err);
+        if (n == 4096 && err == 1e-3 && rep % 4 == 1) {
+          calls += c;
+          keys += n;
+        }
+      }
+    }
+  }
+  // With a bound far below the logits' spread, the screen computes few exact logits.
+  CHECK(calls * 20 < keys);
+}
+
+}  // namespace logit_rank_test
+
+TEST_CASE("span_rank_screened gives span_rank_from_logits' result from approximate logits", "[metrics][logit_rank]") {
+  std::mt19937_64 gen(1234);
+  screened_cases<float, float>(gen);
+  screened_cases<float, double>(gen);
+  screened_cases<double, double>(gen);
+  screened_cases<double, float>(gen);
+}
+
+TEST_CASE("span_rank_screened: edge cases give span_rank_from_logits' result or 0", "[metrics][logit_rank]") {
+  std::mt19937_64 gen(5);
+  // Tiny weights, signed zeros, huge logits, ties by index.
+  check_screened<float, float>({0.0f, -120.0f, -1.0f}, {1}, gen, 0.5);
+  check_screened<float, float>({0.0f, -60.0f, -1.0f}, {1}, gen, 0.5);
+  check_screened<double, double>({0.0, -800.0, -1.0}, {1}, gen, 0.5);
+  check_screened<float, float>({-0.0f, 0.0f, -3.0f}, {1}, gen, 0.0);
+  check_screened<float, float>({-0.0f, 0.0f, -3.0f}, {0}, gen, 1e-3);
+  check_screened<float, float>({1e30f, -1e30f, -1e30f, 0.0f}, {2}, gen, 1e20);
+  check_screened<float, float>({-2e-8f, -1e-8f, -5.0f, -6.0f}, {1}, gen, 1e-9);
+  check_screened<float, float>({2.0f, 2.0f, 2.0f, -1.0f}, {2, 1}, gen, 0.25);
+  // Non-finite approximations or bound: undecided.
+  const auto exact = [](std::size_t) { return 0.0f; };
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> a{0.0f, inf, -1.0f}, b{0.0f, std::nanf(""), -1.0f}, c{0.0f, -1.0f, -2.0f};
+  const std::size_t s1[] = {2};
+  CHECK(kvq::metrics::span_rank_screened<float>(a.data(), 3, 0.1, s1, 1, exact) == 0);
+  CHECK(kvq::metrics::span_rank_screened<float>(b.data(), 3, 0.1, s1, 1, exact) == 0);
+  CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 3, static_cast<double>(inf), s1, 1, exact) == 0);
+  CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 3, std::nan(""), s1, 1, exact) == 0);
+  CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 0, 0.1, s1, 1, exact) == 0);
+  CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 3, 0.1, s1, 0, exact) == 0);
+}

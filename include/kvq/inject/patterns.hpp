@@ -28,6 +28,7 @@
 #include <kvq/core/bits.hpp>
 #include <kvq/core/math.hpp>
 #include <kvq/core/dot_block.hpp>
+#include <kvq/core/dot_bound.hpp>
 #include <kvq/core/reduce.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/core/error.hpp>
@@ -505,6 +506,11 @@ struct needle_config {
   std::vector<double> avoid_direction;  // e.g. sink_record::direction (empty: none)
   /// Tokens not counted as background (e.g. sink_record::tokens).
   std::vector<std::size_t> exclude_tokens;  // e.g. sink_record::tokens
+  /// Every needle's background mean in the record (a sum of every background logit).
+  /// false: NaN where the needle's margin is over the maximum, which then comes from the
+  /// exact logits of the keys near the top only (the same maximum, and so the same keys
+  /// injected; see inject_needles).
+  bool background_means = true;
 };
 
 /// What inject_needles() did for one needle.
@@ -516,7 +522,8 @@ struct needle_entry {
   /// \var background_max
   /// Largest background logit of the query before injection.
   /// \var background_mean
-  /// Mean background logit of the query before injection.
+  /// Mean background logit of the query before injection (NaN when not computed:
+  /// needle_config::background_means).
   double background_max = 0.0, background_mean = 0.0;
   /// Logit each span key was set to: background max (or mean) + margin.
   double target_logit = 0.0;
@@ -582,6 +589,59 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
   {
     std::vector<float> qb(batch * d);
     std::vector<double> dots(batch * n);
+    // Without the means, needles whose margins are all over the maximum take it from
+    // approximate dot products within a proven bound (kvq/core/dot_bound.hpp), 64 needles
+    // per pass over K: the largest logit is attained only by keys whose approximation is
+    // within twice the bound of the largest approximation, and those take their exact
+    // logit, in index order, as the loop below would (the first of equal maxima kept; a
+    // logit never rounds two dot products in the wrong order). A batch with a non-finite
+    // approximation or bound is left to the loop below.
+    std::vector<bool> done(nn, false);
+    bool all_max = !c.background_means;
+    for (const needle_spec& s : c.needles) all_max = all_max && s.relative_to_max;
+    if (all_max && nn > 0) {
+      const std::size_t sb = 64;  // a multiple of batch: a batch left over is whole below
+      double kmax = 0;
+      for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, reduce::norm_upper(K.data() + t * d, d));
+      const reduce::dot_bound eb = reduce::dot_bound_of<double>(d);
+      std::vector<float> qs(sb * d), approx(std::min(sb, nn) * n);
+      for (std::size_t i0 = 0; i0 < nn; i0 += sb) {
+        const std::size_t b = std::min(sb, nn - i0);
+        for (std::size_t i = 0; i < b; ++i) {
+          const needle_spec& s = c.needles[i0 + i];
+          const float* q = &(*queries[s.query])(static_cast<Eigen::Index>(s.row), 0);
+          std::copy(q, q + d, qs.begin() + static_cast<std::ptrdiff_t>(i * d));
+        }
+        // The float sums exactly (scale 1): within eb of the double tree dots.
+        reduce::dot_screen_block<float>(qs.data(), d, b, K.data(), d, n, d, approx.data(), n);
+        bool finite = true;
+        for (std::size_t j = 0; j < b * n; ++j) finite = finite & (approx[j] - approx[j] == 0.0f);
+        if (!finite) continue;
+        for (std::size_t i = 0; i < b; ++i) {
+          const float* a = approx.data() + i * n;
+          const double err = eb(reduce::norm_upper(qs.data() + i * d, d) * kmax);
+          if (!(err < math::detail::inf_d())) break;
+          double amax = -math::detail::inf_d();
+          std::size_t cnt = 0;
+          for (std::size_t t = 0; t < n; ++t) {
+            if (skip[t]) continue;
+            amax = std::max(amax, static_cast<double>(a[t]));
+            ++cnt;
+          }
+          if (cnt == 0) kvq::detail::fail(where, "no background tokens left");
+          // 3 err and 2^-40 of the magnitudes: err twice, and the rounding of this difference.
+          const double cut = amax - 3.0 * err - 0x1p-40 * (std::fabs(amax) + err);
+          double mx = -math::detail::inf_d();
+          for (std::size_t t = 0; t < n; ++t) {
+            if (skip[t] || static_cast<double>(a[t]) < cut) continue;
+            mx = std::max(mx, reduce::tree_dot<double>(qs.data() + i * d, K.data() + t * d, d) / rs);  // detail::logit
+          }
+          bg_max[i0 + i] = mx;
+          bg_mean[i0 + i] = math::detail::nan_d();
+          done[i0 + i] = true;
+        }
+      }
+    }
     for (std::size_t i0 = 0; i0 < nn; i0 += batch) {
       const std::size_t b = std::min(batch, nn - i0);
       for (std::size_t i = 0; i < b; ++i) {
@@ -589,6 +649,9 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
         const float* q = &(*queries[s.query])(static_cast<Eigen::Index>(s.row), 0);
         std::copy(q, q + d, qb.begin() + static_cast<std::ptrdiff_t>(i * d));
       }
+      bool all_done = true;
+      for (std::size_t i = 0; i < b; ++i) all_done = all_done && done[i0 + i];
+      if (all_done) continue;
       reduce::tree_dot_block<double>(qb.data(), d, b, K.data(), d, n, d, dots.data(), n);
       for (std::size_t i = 0; i < b; ++i) {
         const double* dt = dots.data() + i * n;

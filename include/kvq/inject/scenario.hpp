@@ -62,6 +62,9 @@ struct scenario_config {
   std::optional<sink_config> sinks;
   /// Needles (any number, on any query heads).
   std::vector<scenario_needle> needles;
+  /// needle_config::background_means of every head's needles (false: NaN means where a
+  /// margin is over the maximum; the same keys).
+  bool needle_background_means = true;
 };
 
 /// What was injected into one KV head (and its query group).
@@ -153,6 +156,7 @@ inline scenario build_scenario_on(qkv data, const scenario_config& cfg) {
       nc.exclude_tokens = rec.sinks->tokens;
     }
     nc.protected_channels = protected_channels;
+    nc.background_means = cfg.needle_background_means;
     for (const scenario_needle& nd : cfg.needles) {
       if (x.kv_head_of(nd.q_head) != h) continue;
       needle_spec s;

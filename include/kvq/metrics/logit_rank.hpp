@@ -32,10 +32,12 @@
 /// and one-ulp-apart logits, and checks that near ties are left undecided.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <kvq/core/math.hpp>
 
@@ -51,16 +53,23 @@ inline T logit_rank_margin(T m, T x_t) {
   return T(32) * eps + T(4) * eps * (m - x_t);
 }
 
-/// Orders keys a != b by their weights from the logits: 1 if a precedes b in the
+/// Orders keys a != b (logits xa, xb) by their weights: 1 if a precedes b in the
 /// attention order of the weights, -1 if b precedes a, 0 if the logits do not decide.
 template <class T>
-inline int logit_precedes(const T* x, std::size_t a, std::size_t b, T m) {
-  if (x[a] == x[b]) return a < b ? 1 : -1;
-  const T lo = x[a] < x[b] ? x[a] : x[b];
+inline int logit_precedes(T xa, std::size_t a, T xb, std::size_t b, T m) {
+  if (xa == xb) return a < b ? 1 : -1;
+  const T lo = xa < xb ? xa : xb;
   const T margin = logit_rank_margin(m, lo);
-  if (x[a] - x[b] > margin) return 1;
-  if (x[b] - x[a] > margin) return -1;
+  if (xa - xb > margin) return 1;
+  if (xb - xa > margin) return -1;
   return 0;
+}
+
+/// Whether the weight of a key with logit xt is normal (Z <= 2n: e_t >= n 2^(emin + 8)).
+template <class T>
+inline bool logit_weight_normal(T xt, T m, std::size_t n) {
+  const T e_t = math::exp(static_cast<T>(xt - m));
+  return e_t >= static_cast<T>(n) * std::ldexp(T(1), std::numeric_limits<T>::min_exponent + 8);
 }
 
 }  // namespace detail
@@ -87,14 +96,12 @@ inline std::size_t span_rank_from_logits(const T* x, std::size_t n, const std::s
   for (std::size_t i = 1; i < span_len; ++i) {
     const std::size_t c = span[i];
     if (c == t) continue;
-    const int o = detail::logit_precedes(x, c, t, m);
+    const int o = detail::logit_precedes(x[c], c, x[t], t, m);
     if (o == 0) return 0;
     if (o > 0) t = c;
   }
   const T xt = x[t];
-  // Its weight must be normal (Z <= 2n): e_t >= n 2^(emin + 8).
-  const T e_t = math::exp(static_cast<T>(xt - m));
-  if (!(e_t >= static_cast<T>(n) * std::ldexp(T(1), std::numeric_limits<T>::min_exponent + 8))) return 0;
+  if (!detail::logit_weight_normal(xt, m, n)) return 0;
   const T margin = detail::logit_rank_margin(m, xt);
   std::size_t ahead = 0, undecided = 0;
   for (std::size_t u = 0; u < n; ++u) {
@@ -104,6 +111,120 @@ inline std::size_t span_rank_from_logits(const T* x, std::size_t n, const std::s
     undecided += static_cast<std::size_t>(!(above | below | equal));
   }
   return undecided == 0 ? ahead + 1 : 0;
+}
+
+/// span_rank_from_logits(x, n, span, span_len) for logits known only approximately:
+/// |x[u] - approx[u]| <= err for every key u (real arithmetic; err finite), with exact(u)
+/// giving x[u] (T: float or double, the logit type). The same result, computing the exact
+/// logits only of the keys that may hold the largest logit, the span's, and those that may
+/// come within the ranked key's margin. Returns 0 where
+/// span_rank_from_logits does, and also when an approximation is not finite (then compute
+/// every logit and call span_rank_from_logits).
+///
+/// Why the same result: the largest logit is attained only by keys with approx[u] >=
+/// max(approx) - 2 err, all of which are computed. A key counts ahead of the ranked key t
+/// by the test fl(x_u - x_t) > margin and behind it by fl(x_t - x_u) > margin; when x_u
+/// is at least margin (1 + 2^-20) away from x_t in real arithmetic, the test holds for it
+/// (a T subtraction errs by at most 2^-24 relatively in the normal range, which every
+/// value above the margin is in). Every key left out of the exact computation has
+/// approx[u] + err that far below x_t, or approx[u] - err that far above it (and cannot
+/// hold the largest logit); the others take their exact logit and the test itself. The thresholds are computed in double with slack (3 err instead of 2, 1 + 2^-10
+/// instead of 1 + 2^-20) far above their own rounding. tests/metrics/test_logit_rank.cpp
+/// compares both on random approximations around random, tied and one-ulp-apart logits.
+template <class T, class A, class Exact>
+inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err, const std::size_t* span,
+                                      std::size_t span_len, Exact&& exact) {
+  static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value, "float or double logits");
+  if (n == 0 || span_len == 0 || !(err >= 0.0 && err < math::detail::inf_d())) return 0;
+  // The largest approximation, in 8 lanes; a - a == 0 fails for inf and NaN.
+  A amax8[8];
+  for (int j = 0; j < 8; ++j) amax8[j] = approx[0];
+  bool finite = true;
+  std::size_t u = 0;
+  for (; u + 8 <= n; u += 8)
+    for (std::size_t j = 0; j < 8; ++j) {
+      const A a = approx[u + j];
+      finite = finite & (a - a == A(0));
+      amax8[j] = a > amax8[j] ? a : amax8[j];
+    }
+  for (; u < n; ++u) {
+    finite = finite & (approx[u] - approx[u] == A(0));
+    amax8[0] = approx[u] > amax8[0] ? approx[u] : amax8[0];
+  }
+  if (!finite) return 0;
+  double amax = static_cast<double>(amax8[0]);
+  for (int j = 1; j < 8; ++j) amax = std::max(amax, static_cast<double>(amax8[j]));
+  // The span keys' exact logits, and the widest margin any of them can have:
+  // margin(m, x) <= 32 eps + 4 eps (max(approx) + err - min x).
+  T xmin = exact(span[0]), xmax = xmin;
+  if (!(xmin - xmin == T(0))) return 0;
+  for (std::size_t i = 1; i < span_len; ++i) {
+    const T xc = exact(span[i]);
+    if (!(xc - xc == T(0))) return 0;
+    xmin = xc < xmin ? xc : xmin;
+    xmax = xc > xmax ? xc : xmax;
+  }
+  constexpr double eps = std::numeric_limits<T>::epsilon();
+  const double wide_max = (32.0 * eps + 4.0 * eps * (amax + err - static_cast<double>(xmin))) * (1.0 + 0x1p-10);
+  // The keys the exact steps below need (`open`): those that can hold the largest logit
+  // (approx >= mcut) and those neither surely behind the ranked key (approx < cut) nor
+  // surely ahead of it (approx >= ahead_cut: counted without their logits).
+  // The ranked key has the largest span logit within wide_max (checked below), so keys
+  // 2 wide_max below the largest are behind it. slack: err and the roundings of these sums.
+  const double slack = 3.0 * err + 0x1p-40 * (std::fabs(amax) + std::fabs(static_cast<double>(xmax)) +
+                                              std::fabs(static_cast<double>(xmin)) + err);
+  const double mcut = amax - slack;
+  const double cut = std::min(mcut, static_cast<double>(xmax) - 2.0 * wide_max - slack);
+  const double ahead_cut = static_cast<double>(xmax) + wide_max + slack;
+  std::vector<std::size_t> open;
+  std::size_t ahead = 0;
+  for (u = 0; u < n; ++u) {
+    const double a = static_cast<double>(approx[u]);
+    if (a < cut) continue;
+    if (a >= ahead_cut && a < mcut) {
+      ++ahead;
+      continue;
+    }
+    open.push_back(u);
+  }
+  // m as span_rank_from_logits takes it (the first of the largest, in index order).
+  std::vector<T> xo(open.size());
+  T m = T(0);
+  bool have = false;
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    const T y = exact(open[i]);
+    if (!(y - y == T(0))) return 0;
+    xo[i] = y;
+    if (static_cast<double>(approx[open[i]]) < mcut) continue;
+    if (!have || y > m) m = y;
+    have = true;
+  }
+  std::size_t t = span[0];
+  T xt = exact(t);
+  for (std::size_t i = 1; i < span_len; ++i) {
+    const std::size_t c = span[i];
+    if (c == t) continue;
+    const T xc = exact(c);
+    const int o = detail::logit_precedes(xc, c, xt, t, m);
+    if (o == 0) return 0;
+    if (o > 0) {
+      t = c;
+      xt = xc;
+    }
+  }
+  if (!detail::logit_weight_normal(xt, m, n)) return 0;
+  // Holds by the choice of t (no other span key is more than a margin above it).
+  if (!(static_cast<double>(xmax) - static_cast<double>(xt) <= wide_max)) return 0;
+  const T margin = detail::logit_rank_margin(m, xt);
+  // Keys outside `open` are behind t (approx + err < cut + err <= x_t - margin (1 + 2^-20))
+  // or ahead of it (approx - err >= ahead_cut - err >= x_t + margin (1 + 2^-20)).
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    const T y = xo[i];
+    const bool above = y - xt > margin, below = xt - y > margin, equal = y == xt;
+    if (!(above | below | equal)) return 0;
+    ahead += static_cast<std::size_t>(above | (equal & (open[i] < t)));
+  }
+  return ahead + 1;
 }
 
 }  // namespace kvq::metrics

@@ -12,6 +12,7 @@
 
 #include <kvq/attention/weights_batch.hpp>
 #include <kvq/core/bits.hpp>
+#include <kvq/core/dot_bound.hpp>
 #include <kvq/core/matrix.hpp>
 #include <kvq/inject/scenario.hpp>
 #include <kvq/metrics/logit_rank.hpp>
@@ -20,6 +21,8 @@
 #include <kvq/study/params.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -77,6 +80,7 @@ inline kvq::inject::scenario_config citation_scenario(std::size_t n, std::size_t
   sk.delta = sink_delta;
   sk.seed = seed;
   s.sinks = sk;
+  s.needle_background_means = false;  // no study reads them; the same keys without them
   const kvq::inject::counter_rng rng{seed, kvq::inject::make_stream(kvq::inject::stream_kind::user, stream,
                                                                     static_cast<std::uint32_t>(n >> 6))};
   const std::size_t slot = (n - 1) / queries;
@@ -130,25 +134,67 @@ inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<s
   return kvq::metrics::rank_of(p, n, first);
 }
 
-/// span_rank of the weights of b consecutive query rows in double on the original keys `K`
-/// (spans[v]: query v's span), into ranks[0..b): from the logits where they decide it
-/// (kvq/metrics/logit_rank.hpp), else from the weights (the same ranks either way). p: b *
-/// n doubles of scratch. Returns how many queries needed their weights.
-inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, const matrix_f& K,
-                                              const std::vector<std::size_t>* spans, double* p, std::size_t* ranks) {
-  const std::size_t n = static_cast<std::size_t>(K.rows());
-  kvq::attention::reference_logits_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), p);
-  std::size_t computed = 0;
+namespace detail {
+
+/// The span ranks of b queries with logits of type T (see span_ranks_reference_batch):
+/// approximate logits (kvq/core/dot_bound.hpp) within one proven bound per query screen
+/// every key, the exact logit `exact(qv, t)` is computed only for the keys they leave
+/// open (metrics::span_rank_screened), and a query the screen does not decide takes
+/// `full(v, xv)` (all its logits, then the weights where the logits do not decide).
+/// factor: the logit per unit of dot product (the softmax scale, or 1 / sqrt(d)). x: b * n
+/// values of scratch.
+template <class T, class Exact, class Full>
+inline void span_ranks_screened_batch(const float* q, std::size_t b, const matrix_f& K, double factor,
+                                      const std::vector<std::size_t>* spans, T* x, std::size_t* ranks, Exact&& exact,
+                                      Full&& full) {
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  kvq::reduce::dot_screen_block<T>(q, d, b, K.data(), d, n, d, x, n, static_cast<T>(factor));
+  double kmax = 0;
+  for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, kvq::reduce::norm_upper(K.data() + t * d, d));
+  const kvq::reduce::dot_bound eb = kvq::reduce::dot_bound_of<T>(d);
+  constexpr double eps = std::numeric_limits<T>::epsilon();
   for (std::size_t v = 0; v < b; ++v) {
-    double* pv = p + v * n;
-    std::size_t r = kvq::metrics::span_rank_from_logits(pv, n, spans[v].data(), spans[v].size());
-    if (r == 0) {
-      kvq::attention::reference_softmax_row(pv, n);
-      r = span_rank(pv, n, spans[v]);
-      ++computed;
-    }
+    const float* qv = q + v * d;
+    T* xv = x + v * n;
+    const double np = kvq::reduce::norm_upper(qv, d) * kmax;
+    // |x - approx| for every key: the two dot products' distance (scaled), plus the
+    // roundings of the logit and of the approximation in T (three of at most u |x| each,
+    // |x| <= factor |q| |k| (1 + gamma)) and their underflow; doubled.
+    const double err = 2.0 * (factor * eb(np) + 2.0 * eps * factor * np * (1.0 + 0x1p-10)) + 0x1p-140;
+    std::size_t r = kvq::metrics::span_rank_screened<T>(xv, n, err, spans[v].data(), spans[v].size(),
+                                                        [&](std::size_t t) { return exact(qv, t); });
+    if (r == 0) r = full(v, xv);
     ranks[v] = r;
   }
+}
+
+}  // namespace detail
+
+/// span_rank of the weights of b consecutive query rows in double on the original keys `K`
+/// (spans[v]: query v's span), into ranks[0..b): from the logits where they decide it
+/// (kvq/metrics/logit_rank.hpp), else from the weights (the same ranks either way), with
+/// only the logits near the span's computed exactly where a bound decides the others
+/// (detail::span_ranks_screened_batch; the same ranks). p: b * n doubles of scratch.
+/// Returns how many queries needed their weights.
+inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, const matrix_f& K,
+                                              const std::vector<std::size_t>* spans, double* p, std::size_t* ranks) {
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  // reference_logits_batch's logit: the double tree dot divided by sqrt(d).
+  const double rsd = kvq::math::sqrt(static_cast<double>(d));
+  std::size_t computed = 0;
+  detail::span_ranks_screened_batch<double>(
+      q, b, K, 1.0 / rsd, spans, p, ranks,
+      [&](const float* qv, std::size_t t) { return kvq::reduce::tree_dot<double>(qv, K.data() + t * d, d) / rsd; },
+      [&](std::size_t v, double* pv) {
+        kvq::attention::reference_logits_batch(q + v * d, d, 1, rows_of(K), pv);
+        std::size_t r = kvq::metrics::span_rank_from_logits(pv, n, spans[v].data(), spans[v].size());
+        if (r == 0) {
+          kvq::attention::reference_softmax_row(pv, n);
+          r = span_rank(pv, n, spans[v]);
+          ++computed;
+        }
+        return r;
+      });
   return computed;
 }
 
@@ -157,19 +203,22 @@ inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, con
 inline std::size_t span_ranks_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale,
                                          const std::vector<std::size_t>* spans, float* s, double* p_row,
                                          std::size_t* ranks) {
-  const std::size_t n = static_cast<std::size_t>(K.rows());
-  kvq::attention::storage_logits_batch(q, static_cast<std::size_t>(K.cols()), b, rows_of(K), scale, s);
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   std::size_t computed = 0;
-  for (std::size_t v = 0; v < b; ++v) {
-    float* sv = s + v * n;
-    std::size_t r = kvq::metrics::span_rank_from_logits(sv, n, spans[v].data(), spans[v].size());
-    if (r == 0) {
-      kvq::attention::storage_softmax_row(sv, n, p_row);
-      r = span_rank(p_row, n, spans[v]);
-      ++computed;
-    }
-    ranks[v] = r;
-  }
+  // storage_logits_batch's logit: the float tree dot times the scale, in float.
+  detail::span_ranks_screened_batch<float>(
+      q, b, K, static_cast<double>(scale), spans, s, ranks,
+      [&](const float* qv, std::size_t t) { return kvq::reduce::tree_dot<float>(qv, K.data() + t * d, d) * scale; },
+      [&](std::size_t v, float* sv) {
+        kvq::attention::storage_logits_batch(q + v * d, d, 1, rows_of(K), scale, sv);
+        std::size_t r = kvq::metrics::span_rank_from_logits(sv, n, spans[v].data(), spans[v].size());
+        if (r == 0) {
+          kvq::attention::storage_softmax_row(sv, n, p_row);
+          r = span_rank(p_row, n, spans[v]);
+          ++computed;
+        }
+        return r;
+      });
   return computed;
 }
 

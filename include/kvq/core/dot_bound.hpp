@@ -1,0 +1,212 @@
+/// \file
+/// kvq/core/dot_bound.hpp — fast approximate dot products of many vectors with many rows,
+/// with a proven bound on their distance from any rounded evaluation of the same sums.
+///
+/// Why: a rank test needs the exact logits only of the keys near the ranked one; every
+/// other key is decided by where its logit lies, and an approximation with a rigorous
+/// error bound tells that (kvq/metrics/logit_rank.hpp, span_rank_screened). Here the sums
+/// are evaluated in float, in any order (vector accumulators, FMA where the CPU has it),
+/// which is several times cheaper than the fixed trees of kvq/core/dot_block.hpp. The
+/// result is not bit-reproducible across instruction sets and is never a reported number:
+/// it only decides what the bound lets it decide.
+///
+/// The bound (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., 3.1):
+/// any evaluation of sum_i a_i b_i in a binary format with unit roundoff u, products
+/// rounded or fused, any summation tree, errs by at most gamma_n sum_i |a_i b_i| with
+/// gamma_n = n u / (1 - n u), plus at most 2^(emin - p) per operation where results fall
+/// below the normal range. dot_bound gives twice that (the approximation and the
+/// compared evaluation each within it) for float and for double evaluations of float
+/// inputs, with sum |a_i b_i| <= |a| |b| (Cauchy-Schwarz) so that one norm per vector and
+/// per row gives every pair's bound.
+#pragma once
+
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+
+#include <kvq/config.hpp>
+#include <kvq/core/isa.hpp>
+#include <kvq/core/math.hpp>
+
+#if defined(KVQ_ISA_DISPATCH)
+#include <immintrin.h>
+#endif
+
+namespace kvq {
+namespace reduce {
+
+/// An upper bound on |a| (the Euclidean norm of a[0..n)): the exact squares (float
+/// squared in double) summed in double in 4 lanes, their rounding covered by a relative
+/// n 2^-52 + 2^-40 (any order errs by at most n 2^-53 relatively, the square root by
+/// 2^-53).
+inline double norm_upper(const float* a, std::size_t n) {
+  double s4[4] = {0, 0, 0, 0};
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (std::size_t j = 0; j < 4; ++j) s4[j] = s4[j] + static_cast<double>(a[i + j]) * static_cast<double>(a[i + j]);
+  for (; i < n; ++i) s4[0] = s4[0] + static_cast<double>(a[i]) * static_cast<double>(a[i]);
+  const double rel = 0x1p-40 + static_cast<double>(n) * 0x1p-52;
+  return math::sqrt((s4[0] + s4[1]) + (s4[2] + s4[3])) * (1.0 + rel);
+}
+
+/// The largest norm product dot_bound covers: below it no float sum of the products
+/// can overflow, whatever its order.
+constexpr double dot_bound_norm_limit = 0x1p120;
+
+/// A bound on |x - y| for x the result of dot_screen_block for two float vectors of
+/// length n and y any evaluation of the same dot product in float (any order, rounded or
+/// fused products; Acc = float) or in double from the float inputs (Acc = double):
+/// slope * |a| |b| + floor, for |a| |b| <= dot_bound_norm_limit (see the file comment).
+struct dot_bound {
+  double slope;  ///< per unit of the norm product |a| |b|
+  double floor;  ///< what underflow can add
+  /// The bound for norm product `norm_product` (infinite beyond dot_bound_norm_limit).
+  double operator()(double norm_product) const {
+    if (!(norm_product <= dot_bound_norm_limit)) return std::numeric_limits<double>::infinity();
+    return slope * norm_product + floor;
+  }
+};
+
+/// dot_bound for length n (an infinite slope once n u reaches 1/4).
+template <class Acc>
+inline dot_bound dot_bound_of(std::size_t n) {
+  static_assert(std::is_same<Acc, float>::value || std::is_same<Acc, double>::value, "float or double");
+  constexpr double uf = 0x1p-24, ud = 0x1p-53;
+  const double nn = static_cast<double>(n);
+  if (nn * uf >= 0.25) return {std::numeric_limits<double>::infinity(), 0.0};
+  const double gf = nn * uf / (1.0 - nn * uf);  // the float evaluation's gamma_n
+  const double g = std::is_same<Acc, float>::value ? gf : 2.0 * nn * ud;
+  // Each side's underflow: at most 2n operations of 2^-150 each in float; the double
+  // products and sums of float inputs stay normal. Doubled: this sum is itself rounded,
+  // and a margin costs nothing here.
+  return {2.0 * (gf + g), 2.0 * (2.0 * nn * 0x1p-150)};
+}
+
+namespace detail {
+
+/// Rows per tile: the tile of rows (128 of 128 floats: 64 KiB) stays in L2 while every
+/// vector of the batch passes over it.
+constexpr std::size_t screen_tile = 128;
+
+/// out[v * out_stride + r] ~ a_v . row_r in float, 8 partial sums per pair (the portable
+/// copy: no FMA, whatever the order the compiler keeps).
+template <class Out>
+inline void dot_screen_body(const float* a, std::size_t a_stride, std::size_t n_vec, const float* rows,
+                            std::size_t row_stride, std::size_t n_rows, std::size_t n, Out* out,
+                            std::size_t out_stride, Out scale) {
+  for (std::size_t r0 = 0; r0 < n_rows; r0 += screen_tile) {
+    const std::size_t r1 = r0 + screen_tile < n_rows ? r0 + screen_tile : n_rows;
+    for (std::size_t v = 0; v < n_vec; ++v) {
+      const float* av = a + v * a_stride;
+      for (std::size_t r = r0; r < r1; ++r) {
+        const float* b = rows + r * row_stride;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        std::size_t i = 0;
+        for (; i + 8 <= n; i += 8)
+          for (int j = 0; j < 8; ++j) acc[j] = acc[j] + av[i + j] * b[i + j];
+        for (; i < n; ++i) acc[0] = acc[0] + av[i] * b[i];
+        out[v * out_stride + r] =
+            static_cast<Out>(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) *
+            scale;
+      }
+    }
+  }
+}
+
+#if defined(KVQ_ISA_DISPATCH)
+/// The sums of 8 vectors, one per lane.
+KVQ_TARGET_X86_64_V3_FMA KVQ_FORCEINLINE __m256 hsum8(__m256 a0, __m256 a1, __m256 a2, __m256 a3, __m256 a4,
+                                                       __m256 a5, __m256 a6, __m256 a7) {
+  const __m256 h0 = _mm256_hadd_ps(a0, a1), h1 = _mm256_hadd_ps(a2, a3);
+  const __m256 h2 = _mm256_hadd_ps(a4, a5), h3 = _mm256_hadd_ps(a6, a7);
+  const __m256 h01 = _mm256_hadd_ps(h0, h1), h23 = _mm256_hadd_ps(h2, h3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(h01, h23, 0x20), _mm256_permute2f128_ps(h01, h23, 0x31));
+}
+
+/// dot_screen_body for x86-64-v3 with FMA: 4 vectors x 3 rows per step (12 accumulators,
+/// 7 loads per 12 FMAs); the leftovers take the portable loop.
+template <class Out>
+KVQ_TARGET_X86_64_V3_FMA void dot_screen_x86_64_v3(const float* a, std::size_t a_stride, std::size_t n_vec,
+                                                    const float* rows, std::size_t row_stride, std::size_t n_rows,
+                                                    std::size_t n, Out* out, std::size_t out_stride, Out scale) {
+  if (n % 8 != 0 || n_vec < 4 || n_rows < 3) {
+    dot_screen_body(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
+    return;
+  }
+  constexpr std::size_t tile = screen_tile - screen_tile % 3;
+  const std::size_t v4 = n_vec - n_vec % 4, r3 = n_rows - n_rows % 3;
+  for (std::size_t r0 = 0; r0 < r3; r0 += tile) {
+    const std::size_t r1 = r0 + tile < r3 ? r0 + tile : r3;
+    for (std::size_t v = 0; v < v4; v += 4) {
+      const float* q0 = a + v * a_stride;
+      const float *q1 = q0 + a_stride, *q2 = q1 + a_stride, *q3 = q2 + a_stride;
+      for (std::size_t r = r0; r < r1; r += 3) {
+        const float* k0 = rows + r * row_stride;
+        const float* k1 = k0 + row_stride;
+        const float* k2 = k1 + row_stride;
+        __m256 c00 = _mm256_setzero_ps(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00,
+               c21 = c00, c22 = c00, c30 = c00, c31 = c00, c32 = c00;
+        for (std::size_t i = 0; i < n; i += 8) {
+          const __m256 b0 = _mm256_loadu_ps(k0 + i), b1 = _mm256_loadu_ps(k1 + i), b2 = _mm256_loadu_ps(k2 + i);
+          __m256 x = _mm256_loadu_ps(q0 + i);
+          c00 = _mm256_fmadd_ps(x, b0, c00);
+          c01 = _mm256_fmadd_ps(x, b1, c01);
+          c02 = _mm256_fmadd_ps(x, b2, c02);
+          x = _mm256_loadu_ps(q1 + i);
+          c10 = _mm256_fmadd_ps(x, b0, c10);
+          c11 = _mm256_fmadd_ps(x, b1, c11);
+          c12 = _mm256_fmadd_ps(x, b2, c12);
+          x = _mm256_loadu_ps(q2 + i);
+          c20 = _mm256_fmadd_ps(x, b0, c20);
+          c21 = _mm256_fmadd_ps(x, b1, c21);
+          c22 = _mm256_fmadd_ps(x, b2, c22);
+          x = _mm256_loadu_ps(q3 + i);
+          c30 = _mm256_fmadd_ps(x, b0, c30);
+          c31 = _mm256_fmadd_ps(x, b1, c31);
+          c32 = _mm256_fmadd_ps(x, b2, c32);
+        }
+        // Rows 0 and 1 of the four vectors, then row 2.
+        alignas(32) float s[12];
+        _mm256_store_ps(s, hsum8(c00, c01, c10, c11, c20, c21, c30, c31));
+        const __m256 h0 = _mm256_hadd_ps(c02, c12), h1 = _mm256_hadd_ps(c22, c32);
+        const __m256 h01 = _mm256_hadd_ps(h0, h1);
+        _mm_store_ps(s + 8, _mm_add_ps(_mm256_castps256_ps128(h01), _mm256_extractf128_ps(h01, 1)));
+        for (std::size_t j = 0; j < 4; ++j) {
+          Out* o = out + (v + j) * out_stride + r;
+          o[0] = static_cast<Out>(s[2 * j]) * scale;
+          o[1] = static_cast<Out>(s[2 * j + 1]) * scale;
+          o[2] = static_cast<Out>(s[8 + j]) * scale;
+        }
+      }
+    }
+  }
+  if (v4 < n_vec) dot_screen_body(a + v4 * a_stride, a_stride, n_vec - v4, rows, row_stride, r3, n,
+                                  out + v4 * out_stride, out_stride, scale);
+  if (r3 < n_rows) dot_screen_body(a, a_stride, n_vec, rows + r3 * row_stride, row_stride, n_rows - r3, n,
+                                   out + r3, out_stride, scale);
+}
+#endif
+
+}  // namespace detail
+
+/// out[v * out_stride + r] = an approximation of (a_v . row_r) * scale (a_v = a + v *
+/// a_stride, row_r = rows + r * row_stride, n floats each), for v < n_vec and r < n_rows:
+/// the dot product evaluated in float in an order of the kernel's choosing, within
+/// dot_bound_of<Acc>(n)(|a_v| |row_r|) of every rounded evaluation of it (see the file
+/// comment), then converted to Out and multiplied by scale in Out (one more rounding). Not
+/// bit-reproducible across instruction sets; decides, never reports.
+template <class Out>
+inline void dot_screen_block(const float* a, std::size_t a_stride, std::size_t n_vec, const float* rows,
+                             std::size_t row_stride, std::size_t n_rows, std::size_t n, Out* out,
+                             std::size_t out_stride, Out scale = Out(1)) {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) {
+    detail::dot_screen_x86_64_v3(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
+    return;
+  }
+#endif
+  detail::dot_screen_body(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
+}
+
+}  // namespace reduce
+}  // namespace kvq

@@ -1,0 +1,78 @@
+// kvq/core/dot_bound.hpp: dot_screen_block under every instruction-set copy stays within
+// dot_bound of the fixed-tree dot products in float and in double (tree_dot, itself
+// checked against exact arithmetic in test_reduce), on random vectors of many lengths and
+// magnitudes, subnormal products included; norm_upper is never below the norm computed
+// in long double.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstddef>
+#include <random>
+#include <vector>
+
+#include <kvq/core/dot_bound.hpp>
+#include <kvq/core/reduce.hpp>
+
+#include "isa_copies.hpp"
+
+TEST_CASE("dot_screen_block is within dot_bound of the tree dot products", "[core][dot_bound]") {
+  std::mt19937_64 gen(77);
+  for (std::size_t n : {1, 3, 8, 13, 64, 128, 200}) {
+    for (double mag : {1.0, 1e-20, 1e-42, 1e15}) {
+      for (std::size_t nv : {1, 4, 7}) {
+        for (std::size_t nr : {1, 2, 3, 10, 131, 260}) {
+          std::normal_distribution<float> nd(0.0f, 1.0f);
+          std::vector<float> a(nv * n), rows(nr * (n + 1));
+          for (auto& v : a) v = static_cast<float>(nd(gen) * mag);
+          for (auto& v : rows) v = static_cast<float>(nd(gen) * (gen() % 8 == 0 ? 100.0 : 1.0));
+          const std::size_t stride = n + 1;  // rows with a gap
+          std::vector<double> kn(nr);
+          for (std::size_t r = 0; r < nr; ++r) kn[r] = kvq::reduce::norm_upper(rows.data() + r * stride, n);
+          kvq_test::for_each_isa([&](kvq::isa isa) {
+            std::vector<float> of(nv * nr);
+            std::vector<double> od(nv * nr), od_scaled(nv * nr);
+            kvq::reduce::dot_screen_block<float>(a.data(), n, nv, rows.data(), stride, nr, n, of.data(), nr);
+            kvq::reduce::dot_screen_block<double>(a.data(), n, nv, rows.data(), stride, nr, n, od.data(), nr);
+            kvq::reduce::dot_screen_block<double>(a.data(), n, nv, rows.data(), stride, nr, n, od_scaled.data(), nr,
+                                                  0.125);
+            const kvq::reduce::dot_bound bf = kvq::reduce::dot_bound_of<float>(n);
+            const kvq::reduce::dot_bound bd = kvq::reduce::dot_bound_of<double>(n);
+            for (std::size_t v = 0; v < nv; ++v) {
+              const double qn = kvq::reduce::norm_upper(a.data() + v * n, n);
+              for (std::size_t r = 0; r < nr; ++r) {
+                const float* row = rows.data() + r * stride;
+                const double tf = static_cast<double>(kvq::reduce::tree_dot<float>(a.data() + v * n, row, n));
+                const double td = kvq::reduce::tree_dot<double>(a.data() + v * n, row, n);
+                INFO("isa " << kvq::isa_name(isa) << ", n " << n << ", magnitude " << mag << ", v " << v << ", r "
+                            << r);
+                REQUIRE(std::fabs(static_cast<double>(of[v * nr + r]) - tf) <= bf(qn * kn[r]));
+                REQUIRE(std::fabs(od[v * nr + r] - td) <= bd(qn * kn[r]));
+                REQUIRE(od_scaled[v * nr + r] == od[v * nr + r] * 0.125);
+              }
+            }
+          });
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("dot_bound: the bound's range and norm_upper", "[core][dot_bound]") {
+  CHECK(std::isinf(kvq::reduce::dot_bound_of<float>(128)(0x1p121)));
+  CHECK(kvq::reduce::dot_bound_of<float>(128)(0x1p119) < 0x1p119);
+  CHECK(std::isinf(kvq::reduce::dot_bound_of<float>(std::size_t(1) << 23)(1.0)));
+  // The bound grows with n and is far below the norm product for head dimensions.
+  CHECK(kvq::reduce::dot_bound_of<float>(64)(1.0) < kvq::reduce::dot_bound_of<float>(128)(1.0));
+  CHECK(kvq::reduce::dot_bound_of<float>(128)(1.0) < 1e-4);
+  std::mt19937_64 gen(3);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t n : {0, 1, 5, 128, 4097}) {
+    std::vector<float> a(n);
+    for (auto& v : a) v = nd(gen) * (gen() % 2 ? 1e-3f : 1e3f);
+    long double s = 0;
+    for (float v : a) s += static_cast<long double>(v) * static_cast<long double>(v);
+    const double nu = kvq::reduce::norm_upper(a.data(), n);
+    CHECK(static_cast<long double>(nu) >= std::sqrt(s));
+    CHECK(static_cast<long double>(nu) <= std::sqrt(s) * (1.0L + 1e-9L));
+  }
+}
