@@ -219,10 +219,11 @@ study_def definition() {
       std::vector<std::vector<std::size_t>> emu_rank(NP, std::vector<std::size_t>(nq));
       std::vector<std::vector<std::size_t>> spans(nq);
       for (std::size_t q = 0; q < nq; ++q) spans[q] = built.needle_tokens(0, q);
+      const double kmax = lab::key_norm_bound(K);
       for (std::size_t q0 = 0; q0 < nq; q0 += B) {
         const std::size_t b = std::min(B, nq - q0);
         lab::span_ranks_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, &spans[q0], p.data(),
-                                        &ref_rank[q0]);
+                                        &ref_rank[q0], kmax);
       }
       const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
       const unsigned workers = static_cast<unsigned>(std::min<std::size_t>(inner, NP));
@@ -233,10 +234,11 @@ study_def definition() {
         for (std::size_t pi = w; pi < NP; pi += workers) {
           const scheme_spec& sch = scheme_named(passes[pi]);
           sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
+          const double khmax = lab::key_norm_bound(Kh);
           for (std::size_t q0 = 0; q0 < nq; q0 += B) {
             const std::size_t b = std::min(B, nq - q0);
             lab::span_ranks_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, &spans[q0], s.data(),
-                                       p_row.data(), &emu_rank[pi][q0]);
+                                       p_row.data(), &emu_rank[pi][q0], khmax);
           }
         }
       });

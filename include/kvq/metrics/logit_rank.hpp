@@ -65,6 +65,18 @@ inline int logit_precedes(T xa, std::size_t a, T xb, std::size_t b, T m) {
   return 0;
 }
 
+/// The largest A (float or double) not above x, for a finite x (-inf below A's range).
+template <class A>
+inline A lower_bound_in(double x) {
+  if (std::is_same<A, double>::value) return static_cast<A>(x);
+  constexpr double top = static_cast<double>(std::numeric_limits<A>::max());
+  if (x < -top) return -std::numeric_limits<A>::infinity();
+  if (x >= top) return std::numeric_limits<A>::max();
+  A a = static_cast<A>(x);
+  if (static_cast<double>(a) > x) a = std::nextafter(a, -std::numeric_limits<A>::infinity());
+  return a;
+}
+
 /// Whether the weight of a key with logit xt is normal (Z <= 2n: e_t >= n 2^(emin + 8)).
 template <class T>
 inline bool logit_weight_normal(T xt, T m, std::size_t n) {
@@ -178,15 +190,25 @@ inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err
   const double ahead_cut = static_cast<double>(xmax) + wide_max + slack;
   std::vector<std::size_t> open;
   std::size_t ahead = 0;
-  for (u = 0; u < n; ++u) {
-    const double a = static_cast<double>(approx[u]);
-    if (a < cut) continue;
+  const auto visit = [&](std::size_t v) {
+    const double a = static_cast<double>(approx[v]);
+    if (a < cut) return;
     if (a >= ahead_cut && a < mcut) {
       ++ahead;
-      continue;
+      return;
     }
-    open.push_back(u);
+    open.push_back(v);
+  };
+  // Groups of 8 with no approximation at the cut (a vector compare; the cut rounded down
+  // to A, so no key at or above it is skipped) are passed over whole.
+  const A cut_a = detail::lower_bound_in<A>(cut);
+  for (u = 0; u + 8 <= n; u += 8) {
+    bool any = false;
+    for (std::size_t j = 0; j < 8; ++j) any = any | (approx[u + j] >= cut_a);
+    if (!any) continue;
+    for (std::size_t j = 0; j < 8; ++j) visit(u + j);
   }
+  for (; u < n; ++u) visit(u);
   // m as span_rank_from_logits takes it (the first of the largest, in index order).
   std::vector<T> xo(open.size());
   T m = T(0);

@@ -134,6 +134,16 @@ inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<s
   return kvq::metrics::rank_of(p, n, first);
 }
 
+/// The largest row norm of `K`, from above (reduce::norm_upper): what the span ranks'
+/// screen needs of the keys, computed once per key matrix by a caller that ranks many
+/// batches of queries on it.
+inline double key_norm_bound(const matrix_f& K) {
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  double kmax = 0;
+  for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, kvq::reduce::norm_upper(K.data() + t * d, d));
+  return kmax;
+}
+
 namespace detail {
 
 /// The span ranks of b queries with logits of type T (see span_ranks_reference_batch):
@@ -141,16 +151,15 @@ namespace detail {
 /// every key, the exact logit `exact(qv, t)` is computed only for the keys they leave
 /// open (metrics::span_rank_screened), and a query the screen does not decide takes
 /// `full(v, xv)` (all its logits, then the weights where the logits do not decide).
-/// factor: the logit per unit of dot product (the softmax scale, or 1 / sqrt(d)). x: b * n
-/// values of scratch.
+/// kmax: key_norm_bound(K), or negative to compute it here. factor: the logit per unit of
+/// dot product (the softmax scale, or 1 / sqrt(d)). x: b * n values of scratch.
 template <class T, class Exact, class Full>
-inline void span_ranks_screened_batch(const float* q, std::size_t b, const matrix_f& K, double factor,
+inline void span_ranks_screened_batch(const float* q, std::size_t b, const matrix_f& K, double kmax, double factor,
                                       const std::vector<std::size_t>* spans, T* x, std::size_t* ranks, Exact&& exact,
                                       Full&& full) {
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   kvq::reduce::dot_screen_block<T>(q, d, b, K.data(), d, n, d, x, n, static_cast<T>(factor));
-  double kmax = 0;
-  for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, kvq::reduce::norm_upper(K.data() + t * d, d));
+  if (!(kmax >= 0)) kmax = key_norm_bound(K);
   const kvq::reduce::dot_bound eb = kvq::reduce::dot_bound_of<T>(d);
   constexpr double eps = std::numeric_limits<T>::epsilon();
   for (std::size_t v = 0; v < b; ++v) {
@@ -174,16 +183,18 @@ inline void span_ranks_screened_batch(const float* q, std::size_t b, const matri
 /// (spans[v]: query v's span), into ranks[0..b): from the logits where they decide it
 /// (kvq/metrics/logit_rank.hpp), else from the weights (the same ranks either way), with
 /// only the logits near the span's computed exactly where a bound decides the others
-/// (detail::span_ranks_screened_batch; the same ranks). p: b * n doubles of scratch.
-/// Returns how many queries needed their weights.
+/// (detail::span_ranks_screened_batch; the same ranks). p: b * n doubles of scratch;
+/// kmax: key_norm_bound(K) where the caller keeps it (negative: computed here). Returns
+/// how many queries needed their weights.
 inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, const matrix_f& K,
-                                              const std::vector<std::size_t>* spans, double* p, std::size_t* ranks) {
+                                              const std::vector<std::size_t>* spans, double* p, std::size_t* ranks,
+                                              double kmax = -1) {
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   // reference_logits_batch's logit: the double tree dot divided by sqrt(d).
   const double rsd = kvq::math::sqrt(static_cast<double>(d));
   std::size_t computed = 0;
   detail::span_ranks_screened_batch<double>(
-      q, b, K, 1.0 / rsd, spans, p, ranks,
+      q, b, K, kmax, 1.0 / rsd, spans, p, ranks,
       [&](const float* qv, std::size_t t) { return kvq::reduce::tree_dot<double>(qv, K.data() + t * d, d) / rsd; },
       [&](std::size_t v, double* pv) {
         kvq::attention::reference_logits_batch(q + v * d, d, 1, rows_of(K), pv);
@@ -202,12 +213,12 @@ inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, con
 /// of scratch, p_row: n doubles (the weights of a query the logits leave undecided).
 inline std::size_t span_ranks_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale,
                                          const std::vector<std::size_t>* spans, float* s, double* p_row,
-                                         std::size_t* ranks) {
+                                         std::size_t* ranks, double kmax = -1) {
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   std::size_t computed = 0;
   // storage_logits_batch's logit: the float tree dot times the scale, in float.
   detail::span_ranks_screened_batch<float>(
-      q, b, K, static_cast<double>(scale), spans, s, ranks,
+      q, b, K, kmax, static_cast<double>(scale), spans, s, ranks,
       [&](const float* qv, std::size_t t) { return kvq::reduce::tree_dot<float>(qv, K.data() + t * d, d) * scale; },
       [&](std::size_t v, float* sv) {
         kvq::attention::storage_logits_batch(q + v * d, d, 1, rows_of(K), scale, sv);
