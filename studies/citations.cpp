@@ -206,35 +206,42 @@ study_def definition() {
           lab::citation_scenario(n, nq, hd, seed, outl, sink_delta, span, mlo, mhi, /*stream=*/0);
       sc.shape.values = false;  // only the keys enter the weights (V has its own stream)
       sc.shape.threads = inner;
-      const kvq::inject::scenario built = kvq::inject::build_scenario(sc);
+      sc.needle_keep_screen = true;  // the ranks below start from it (lab::screen_from_needles)
+      kvq::inject::scenario built = kvq::inject::build_scenario(sc);
       const matrix_f& K = built.data.k[0];
       const matrix_f& Q = built.data.q[0];
 
       // Queries in batches that share each pass over the keys (the weights are the
       // per-query kernels' bits, kvq/attention/weights_batch.hpp; a span's rank comes from
       // the logits where they decide it, kvq/metrics/logit_rank.hpp, else from them).
+      // One float screen of every query on the original keys serves the reference ranks
+      // and every scheme whose keys stay near the originals (lab::logit_screen); a scheme
+      // farther off screens its own keys, in batches of queries.
       const std::size_t B = std::min<std::size_t>(nq, 64);
-      std::vector<double> p(B * n);
       std::vector<std::size_t> ref_rank(nq);
       std::vector<std::vector<std::size_t>> emu_rank(NP, std::vector<std::size_t>(nq));
       std::vector<std::vector<std::size_t>> spans(nq);
       for (std::size_t q = 0; q < nq; ++q) spans[q] = built.needle_tokens(0, q);
-      const double kmax = lab::key_norm_bound(K);
-      for (std::size_t q0 = 0; q0 < nq; q0 += B) {
-        const std::size_t b = std::min(B, nq - q0);
-        lab::span_ranks_reference_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, K, &spans[q0], p.data(),
-                                        &ref_rank[q0], kmax);
-      }
       const float scale = static_cast<float>(1.0 / kvq::math::sqrt(static_cast<double>(hd)));
+      lab::logit_screen screen = lab::screen_from_needles(Q.data(), nq, K, scale, built.heads[0].needles);
+      if (screen.x.empty()) screen = lab::screen_logits(Q.data(), nq, K, scale);
+      {
+        std::vector<double> p_row(n);
+        lab::span_ranks_reference_screened(Q.data(), screen, K, spans.data(), p_row.data(), ref_rank.data());
+      }
       const unsigned workers = static_cast<unsigned>(std::min<std::size_t>(inner, NP));
       kvq::detail::parallel_tasks("kvq::study::citations", workers, workers, [&](std::size_t w) {
         matrix_f Kh(K.rows(), K.cols());
-        std::vector<float> s(B * n);
+        std::vector<float> s, s_row(n);
         std::vector<double> p_row(n);
         for (std::size_t pi = w; pi < NP; pi += workers) {
           const scheme_spec& sch = scheme_named(passes[pi]);
           sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
           const double khmax = lab::key_norm_bound(Kh);
+          if (lab::span_ranks_fp32_from_screen(Q.data(), screen, Kh, khmax, lab::key_distance_bounds(K, Kh),
+                                               spans.data(), s_row.data(), p_row.data(), emu_rank[pi].data()))
+            continue;
+          s.resize(B * n);
           for (std::size_t q0 = 0; q0 < nq; q0 += B) {
             const std::size_t b = std::min(B, nq - q0);
             lab::span_ranks_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, &spans[q0], s.data(),

@@ -76,3 +76,39 @@ TEST_CASE("dot_bound: the bound's range and norm_upper", "[core][dot_bound]") {
     CHECK(static_cast<long double>(nu) <= std::sqrt(s) * (1.0L + 1e-9L));
   }
 }
+
+TEST_CASE("norm_upper and distance_upper: above the long double values, by at most 1e-9, in every copy",
+          "[core][dot_bound]") {
+  std::mt19937_64 gen(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t n : {0, 1, 3, 4, 5, 128, 131, 4097}) {
+    std::vector<float> a(n), b(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float m = gen() % 2 ? 1e-3f : 1e3f;
+      a[i] = nd(gen) * m;
+      // b near a (a quantized copy), far from it, or equal to it.
+      const int kind = static_cast<int>(gen() % 3);
+      b[i] = kind == 0 ? a[i] * (1.0f + 0x1p-4f * nd(gen)) : kind == 1 ? nd(gen) * m : a[i];
+    }
+    long double sa = 0, sd = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      sa += static_cast<long double>(a[i]) * static_cast<long double>(a[i]);
+      const long double e = static_cast<long double>(a[i]) - static_cast<long double>(b[i]);  // exact here
+      sd += e * e;
+    }
+    kvq_test::for_each_isa([&](kvq::isa isa) {
+      INFO("isa " << kvq::isa_name(isa) << ", n " << n);
+      const long double nu = kvq::reduce::norm_upper(a.data(), n), du = kvq::reduce::distance_upper(a.data(), b.data(), n);
+      CHECK(nu >= std::sqrt(sa));
+      CHECK(nu <= std::sqrt(sa) * (1.0L + 1e-9L));
+      CHECK(du >= std::sqrt(sd));
+      CHECK(du <= std::sqrt(sd) * (1.0L + 1e-9L));
+    });
+  }
+  // Equal rows are at distance 0; the distance is symmetric.
+  const std::vector<float> x = {1.5f, -2.0f, 3.25f, 0.0f, 7.0f};
+  CHECK(kvq::reduce::distance_upper(x.data(), x.data(), x.size()) == 0.0);
+  const std::vector<float> y = {1.0f, 2.0f, -3.0f, 4.0f, 0.5f};
+  CHECK(kvq::reduce::distance_upper(x.data(), y.data(), x.size()) ==
+        kvq::reduce::distance_upper(y.data(), x.data(), x.size()));
+}

@@ -67,6 +67,31 @@ void check_dot_rows(std::mt19937& gen, std::size_t n, std::size_t n_rows, std::s
   REQUIRE(out[n_rows] == Acc(12345));  // nothing written past the rows
 }
 
+// tree_dot_rows_at on m rows picked at random (repeats and any order) from n_rows.
+template <class Acc>
+void check_dot_rows_at(std::mt19937& gen, std::size_t n, std::size_t n_rows, std::size_t m) {
+  const std::size_t stride = n + 1;
+  std::vector<float> a(n), rows(n_rows * stride);
+  for (auto& v : a) v = edge_value(gen);
+  for (auto& v : rows) v = edge_value(gen);
+  std::vector<std::size_t> idx(m);
+  for (auto& i : idx) i = gen() % n_rows;
+  std::vector<Acc> out(m + 1, Acc(12345));
+  kvq::reduce::tree_dot_rows_at<Acc>(a.data(), rows.data(), stride, idx.data(), m, n, out.data());
+  for (std::size_t k = 0; k < m; ++k) {
+    std::vector<Acc> prod(n);
+    for (std::size_t i = 0; i < n; ++i) prod[i] = static_cast<Acc>(a[i]) * static_cast<Acc>(rows[idx[k] * stride + i]);
+    const Acc want = tree_ref(prod.data(), n);
+    INFO("n = " << n << ", m = " << m << ", entry " << k << " (row " << idx[k] << ")");
+    if (want != want) {
+      REQUIRE(out[k] != out[k]);
+    } else {
+      REQUIRE(bits(out[k]) == bits(want));
+    }
+  }
+  REQUIRE(out[m] == Acc(12345));  // nothing written past the list
+}
+
 std::uint32_t bits(float x) {
   std::uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -183,6 +208,15 @@ TEST_CASE("tree_dot_rows gives each row's tree_dot bits, any length, row count a
       }
       check_dot_rows<float>(gen, n, 19, n + 3);  // rows of a wider matrix
       check_dot_rows<double>(gen, n, 19, n + 5);
+    });
+  }
+  for (std::size_t n : {0, 1, 7, 8, 9, 64, 128, 131}) {
+    kvq_test::for_each_isa([&](kvq::isa i) {
+      INFO("kernel copy " << kvq::isa_name(i));
+      for (std::size_t m : {0, 1, 3, 4, 7, 8, 9, 17, 40}) {
+        check_dot_rows_at<float>(gen, n, 13, m);
+        check_dot_rows_at<double>(gen, n, 13, m);
+      }
     });
   }
   // the lanes accumulator alone: lane j equals tree_sum of lane j's values

@@ -186,6 +186,24 @@ std::size_t check_screened(const std::vector<T>& x, const std::vector<std::size_
                                                              });
   INFO("n = " << n << ", err = " << err << ", span[0] = " << span[0]);
   REQUIRE(got == from_logits(x, span));
+  // An `exact` that takes a list too gets the open keys in one call: the same result
+  // from the same exact logits.
+  struct one_or_list {
+    const std::vector<T>* x;
+    std::size_t *singles, *listed;
+    T operator()(std::size_t u) const {
+      ++*singles;
+      return (*x)[u];
+    }
+    void operator()(const std::size_t* idx, std::size_t m, T* out) const {
+      *listed += m;
+      for (std::size_t i = 0; i < m; ++i) out[i] = (*x)[idx[i]];
+    }
+  };
+  std::size_t singles = 0, listed = 0;
+  const one_or_list ex{&x, &singles, &listed};
+  REQUIRE(kvq::metrics::span_rank_screened<T>(approx.data(), n, err, span.data(), span.size(), ex) == got);
+  REQUIRE(singles + listed == calls);
   return calls;
 }
 

@@ -136,3 +136,75 @@ TEST_CASE("the span ranks from logits equal span_rank of the weights, decided or
   CHECK(emu_computed >= (nq / 3) * 2);
   CHECK(emu_computed < nq);
 }
+
+// lab::logit_screen: one float screen of the queries on the original keys gives the
+// reference ranks and the fp32 ranks on keys near the originals (bf16-rounded keys, some
+// rows moved far: those take exact logits), the same as span_rank of the weights the
+// batched kernels compute on those keys; keys far from the originals are refused (false,
+// nothing written). The screen inject_needles keeps gives the same ranks.
+TEST_CASE("the span ranks from one shared screen equal span_rank of the weights") {
+  const std::size_t n = 2048, nq = 24, hd = 64;
+  auto sc = kvq::study::lab::citation_scenario(n, nq, hd, 7, 10.0, 8.0, 4, -0.5, 1.5, 0);
+  sc.needle_keep_screen = true;
+  kvq::inject::scenario built = kvq::inject::build_scenario(sc);
+  const kvq::matrix_f& K = built.data.k[0];
+  const kvq::matrix_f& Q = built.data.q[0];
+  std::vector<std::vector<std::size_t>> spans(nq);
+  for (std::size_t q = 0; q < nq; ++q) spans[q] = built.needle_tokens(0, q);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)));
+  std::vector<double> p_row(n), pw(nq * n);
+  std::vector<float> s_row(n), sw(nq * n);
+
+  REQUIRE(built.heads[0].needles.screen.size() == nq * n);
+  const kvq::study::lab::logit_screen from_needles =
+      kvq::study::lab::screen_from_needles(Q.data(), nq, K, scale, built.heads[0].needles);
+  REQUIRE(from_needles.x.size() == nq * n);
+  CHECK(built.heads[0].needles.screen.empty());  // moved out
+  const kvq::study::lab::logit_screen direct = kvq::study::lab::screen_logits(Q.data(), nq, K, scale);
+
+  kvq::study::lab::weights_reference_batch(Q.data(), nq, K, pw.data());
+  for (const kvq::study::lab::logit_screen* scr : {&direct, &from_needles}) {
+    std::vector<std::size_t> ranks(nq, 0);
+    kvq::study::lab::span_ranks_reference_screened(Q.data(), *scr, K, spans.data(), p_row.data(), ranks.data());
+    for (std::size_t q = 0; q < nq; ++q) {
+      INFO("reference, query " << q << (scr == &direct ? " (own screen)" : " (needles' screen)"));
+      CHECK(ranks[q] == kvq::study::lab::span_rank(pw.data() + q * n, n, spans[q]));
+    }
+  }
+
+  // bf16 keys, with 5 rows moved far (among them a span key and the sink): exact logits.
+  kvq::matrix_f Kh = K;
+  for (Eigen::Index i = 0; i < Kh.size(); ++i) Kh.data()[i] = kvq::round_bf16(Kh.data()[i]);
+  const std::size_t moved[] = {0, 3, 17, spans[5][1], 1500};
+  for (std::size_t r : moved)
+    for (Eigen::Index c = 0; c < Kh.cols(); ++c) Kh(static_cast<Eigen::Index>(r), c) *= 1.75f;
+  const std::vector<double> dist = kvq::study::lab::key_distance_bounds(K, Kh);
+  for (std::size_t r : moved) CHECK(dist[r] > 10 * dist[1]);
+  kvq::study::lab::weights_fp32_batch(Q.data(), nq, Kh, scale, sw.data(), pw.data());
+  for (const kvq::study::lab::logit_screen* scr : {&direct, &from_needles}) {
+    std::vector<std::size_t> ranks(nq, 0);
+    REQUIRE(kvq::study::lab::span_ranks_fp32_from_screen(Q.data(), *scr, Kh, kvq::study::lab::key_norm_bound(Kh),
+                                                         dist, spans.data(), s_row.data(), p_row.data(),
+                                                         ranks.data()));
+    for (std::size_t q = 0; q < nq; ++q) {
+      INFO("bf16 keys, query " << q << (scr == &direct ? " (own screen)" : " (needles' screen)"));
+      CHECK(ranks[q] == kvq::study::lab::span_rank(pw.data() + q * n, n, spans[q]));
+    }
+  }
+
+  // Keys far from the originals everywhere: refused, nothing written.
+  kvq::matrix_f Kf = K;
+  for (Eigen::Index i = 0; i < Kf.size(); ++i) Kf.data()[i] = Kf.data()[i] * 0.5f + (i % 7 == 0 ? 3.0f : -1.0f);
+  std::vector<std::size_t> untouched(nq, 99);
+  CHECK_FALSE(kvq::study::lab::span_ranks_fp32_from_screen(
+      Q.data(), direct, Kf, kvq::study::lab::key_norm_bound(Kf), kvq::study::lab::key_distance_bounds(K, Kf),
+      spans.data(), s_row.data(), p_row.data(), untouched.data()));
+  CHECK(std::count(untouched.begin(), untouched.end(), std::size_t(99)) == static_cast<std::ptrdiff_t>(nq));
+
+  // Without keep_screen (or with the background means) inject_needles keeps none.
+  sc.needle_keep_screen = false;
+  CHECK(kvq::inject::build_scenario(sc).heads[0].needles.screen.empty());
+  sc.needle_keep_screen = true;
+  sc.needle_background_means = true;
+  CHECK(kvq::inject::build_scenario(sc).heads[0].needles.screen.empty());
+}

@@ -238,20 +238,56 @@ struct dot_lanes {
   static constexpr int value = static_cast<int>(32 / sizeof(A)) > 0 ? static_cast<int>(32 / sizeof(A)) : 1;
 };
 
-/// Dot products of one vector with many rows: out[r] = tree_dot<Acc>(a, rows + r *
-/// row_stride, n) for r in [0, n_rows), bit for bit (each product rounded in Acc, then the
-/// same fixed tree per row), evaluated dot_lanes<Acc> rows at a time so the products and
-/// tree adds of neighbouring rows run in the same vector instructions. Used by the
-/// attention kernels for q.k_t over all keys.
-template <class Acc, class T, class U, class Out>
-KVQ_HD KVQ_FORCEINLINE void tree_dot_rows_body(const T* a, const U* rows, std::size_t row_stride, std::size_t n_rows,
-                                               std::size_t n, Out* out) {
+namespace detail {
+/// The rows tree_dot_lanes_body reads: row r of a matrix with a row stride, or row idx[r]
+/// of one. group(r) gives element i of the group's row j (rows r + j) as g(j, i): an
+/// offset from one base for the strided rows (what the compiler vectorises best there),
+/// one pointer per lane for the listed ones.
+template <class U>
+struct strided_rows {
+  const U* rows;
+  std::size_t stride;
+  KVQ_HD const U* operator()(std::size_t r) const { return rows + r * stride; }
+  struct group_rows {
+    const U* base;
+    std::size_t stride;
+    KVQ_HD U operator()(int j, std::size_t i) const { return base[static_cast<std::size_t>(j) * stride + i]; }
+  };
+  template <int L>
+  KVQ_HD group_rows group(std::size_t r) const {
+    return {rows + r * stride, stride};
+  }
+};
+template <class U>
+struct listed_rows {
+  const U* rows;
+  std::size_t stride;
+  const std::size_t* idx;
+  KVQ_HD const U* operator()(std::size_t r) const { return rows + idx[r] * stride; }
+  template <int L>
+  struct group_rows {
+    const U* row[L];
+    KVQ_HD U operator()(int j, std::size_t i) const { return row[j][i]; }
+  };
+  template <int L>
+  KVQ_HD group_rows<L> group(std::size_t r) const {
+    group_rows<L> g;
+    for (int j = 0; j < L; ++j) g.row[j] = rows + idx[r + static_cast<std::size_t>(j)] * stride;
+    return g;
+  }
+};
+
+/// out[r] = tree_dot<Acc>(a, row_of(r), n) for r in [0, m), bit for bit, dot_lanes<Acc>
+/// rows at a time so the products and tree adds of neighbouring rows run in the same
+/// vector instructions (each lane reading its own row).
+template <class Acc, class T, class U, class Out, class RowOf>
+KVQ_HD KVQ_FORCEINLINE void tree_dot_lanes_body(const T* a, RowOf row_of, std::size_t m, std::size_t n, Out* out) {
   constexpr int L = dot_lanes<Acc>::value;
   constexpr std::size_t C = 8;  // elements per balanced chunk (2^3)
   std::size_t r = 0;
-  for (; r + L <= n_rows; r += L) {
+  for (; r + L <= m; r += L) {
     tree_accumulator_lanes<Acc, L> acc;
-    const U* base = rows + r * row_stride;
+    const auto row = row_of.template group<L>(r);
     Acc v[L];
     std::size_t i = 0;
     // Whole chunks of 8: the balanced tree ((p0+p1)+(p2+p3))+((p4+p5)+(p6+p7)) per lane,
@@ -260,7 +296,7 @@ KVQ_HD KVQ_FORCEINLINE void tree_dot_rows_body(const T* a, const U* rows, std::s
       Acc p[C][L];
       for (std::size_t e = 0; e < C; ++e) {
         const Acc ae = static_cast<Acc>(a[i + e]);
-        for (int j = 0; j < L; ++j) p[e][j] = ae * static_cast<Acc>(base[static_cast<std::size_t>(j) * row_stride + i + e]);
+        for (int j = 0; j < L; ++j) p[e][j] = ae * static_cast<Acc>(row(j, i + e));
       }
       for (int j = 0; j < L; ++j) {
         const Acc s01 = p[0][j] + p[1][j], s23 = p[2][j] + p[3][j];
@@ -271,14 +307,33 @@ KVQ_HD KVQ_FORCEINLINE void tree_dot_rows_body(const T* a, const U* rows, std::s
     }
     for (; i < n; ++i) {
       const Acc ai = static_cast<Acc>(a[i]);
-      for (int j = 0; j < L; ++j) v[j] = ai * static_cast<Acc>(base[static_cast<std::size_t>(j) * row_stride + i]);
+      for (int j = 0; j < L; ++j) v[j] = ai * static_cast<Acc>(row(j, i));
       acc.push(v);
     }
     Acc res[L];
     acc.result(res);
     for (int j = 0; j < L; ++j) out[r + static_cast<std::size_t>(j)] = static_cast<Out>(res[j]);
   }
-  for (; r < n_rows; ++r) out[r] = static_cast<Out>(tree_dot<Acc>(a, rows + r * row_stride, n));
+  for (; r < m; ++r) out[r] = static_cast<Out>(tree_dot<Acc>(a, row_of(r), n));
+}
+}  // namespace detail
+
+/// Dot products of one vector with many rows: out[r] = tree_dot<Acc>(a, rows + r *
+/// row_stride, n) for r in [0, n_rows), bit for bit (each product rounded in Acc, then the
+/// same fixed tree per row), evaluated dot_lanes<Acc> rows at a time
+/// (detail::tree_dot_lanes_body). Used by the attention kernels for q.k_t over all keys.
+template <class Acc, class T, class U, class Out>
+KVQ_HD KVQ_FORCEINLINE void tree_dot_rows_body(const T* a, const U* rows, std::size_t row_stride, std::size_t n_rows,
+                                               std::size_t n, Out* out) {
+  detail::tree_dot_lanes_body<Acc, T, U, Out>(a, detail::strided_rows<U>{rows, row_stride}, n_rows, n, out);
+}
+
+/// The same for the rows listed in idx[0..m): out[i] = tree_dot<Acc>(a, rows + idx[i] *
+/// row_stride, n), bit for bit (the exact logits of the keys a screen leaves open).
+template <class Acc, class T, class U, class Out>
+KVQ_HD KVQ_FORCEINLINE void tree_dot_rows_at_body(const T* a, const U* rows, std::size_t row_stride,
+                                                  const std::size_t* idx, std::size_t m, std::size_t n, Out* out) {
+  detail::tree_dot_lanes_body<Acc, T, U, Out>(a, detail::listed_rows<U>{rows, row_stride, idx}, m, n, out);
 }
 
 #if defined(KVQ_ISA_DISPATCH)
@@ -287,6 +342,12 @@ template <class Acc, class T, class U, class Out>
 KVQ_TARGET_X86_64_V3 void tree_dot_rows_x86_64_v3(const T* a, const U* rows, std::size_t row_stride,
                                                   std::size_t n_rows, std::size_t n, Out* out) {
   tree_dot_rows_body<Acc>(a, rows, row_stride, n_rows, n, out);
+}
+/// tree_dot_rows_at_body compiled for x86-64-v3.
+template <class Acc, class T, class U, class Out>
+KVQ_TARGET_X86_64_V3 void tree_dot_rows_at_x86_64_v3(const T* a, const U* rows, std::size_t row_stride,
+                                                     const std::size_t* idx, std::size_t m, std::size_t n, Out* out) {
+  tree_dot_rows_at_body<Acc>(a, rows, row_stride, idx, m, n, out);
 }
 #endif
 
@@ -301,6 +362,19 @@ KVQ_HD inline void tree_dot_rows(const T* a, const U* rows, std::size_t row_stri
   }
 #endif
   tree_dot_rows_body<Acc>(a, rows, row_stride, n_rows, n, out);
+}
+
+/// tree_dot_rows_at_body in the copy kvq::active_isa() chose (the same bits).
+template <class Acc, class T, class U, class Out>
+KVQ_HD inline void tree_dot_rows_at(const T* a, const U* rows, std::size_t row_stride, const std::size_t* idx,
+                                    std::size_t m, std::size_t n, Out* out) {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) {
+    tree_dot_rows_at_x86_64_v3<Acc>(a, rows, row_stride, idx, m, n, out);
+    return;
+  }
+#endif
+  tree_dot_rows_at_body<Acc>(a, rows, row_stride, idx, m, n, out);
 }
 
 /// Maximum of x[0..n) (NaN if any element is NaN); -inf for n == 0.

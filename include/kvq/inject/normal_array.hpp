@@ -30,6 +30,10 @@
 #include <kvq/inject/philox.hpp>
 #include <kvq/inject/random.hpp>
 
+#if defined(KVQ_ISA_DISPATCH)
+#include <immintrin.h>
+#endif
+
 namespace kvq {
 namespace inject {
 namespace detail {
@@ -43,8 +47,11 @@ constexpr int normal_lanes = 8;
 // double(v) for an integer v <= 2^53, from bits (kvq/core/math_array.hpp).
 using kvq::math::detail::u53_to_double;
 
-/// out[j] = normal_double(philox_block(seed, stream, index0 + j)) for j < normal_lanes.
-KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0, double* out) {
+/// The two factors of normal_double(philox_block(seed, stream, index0 + j)) for j <
+/// normal_lanes: rad[j] = -2 log(u1) (the square root's argument, >= 0) and cs[j] =
+/// cos(2 pi t); the draw is sqrt(rad[j]) * cs[j].
+KVQ_HD KVQ_FORCEINLINE void normal_group_parts(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0,
+                                               double* rad, double* cs) {
   constexpr int L = normal_lanes;
   namespace md = kvq::math::detail;
   // Philox-4x32-10, lane by lane (philox.hpp).
@@ -76,7 +83,7 @@ KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t strea
   }
   // Box–Muller (random.hpp normal_double): u1 in (0, 1], t in [0, 1). Each step is its
   // own lane loop (one the vectoriser can take whole).
-  double u1[L], tt[L], lg[L], cs[L];
+  double u1[L], tt[L], lg[L];
   for (int j = 0; j < L; ++j) {
     const std::uint64_t b1 = (static_cast<std::uint64_t>(c1[j]) << 32) | c0[j];
     const std::uint64_t b2 = (static_cast<std::uint64_t>(c3[j]) << 32) | c2[j];
@@ -141,7 +148,14 @@ KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t strea
     const std::uint64_t neg = static_cast<std::uint64_t>((q ^ (q >> 1)) & 1u) << 63;  // q = 1, 2
     cs[j] = kvq::bit_cast<double>(((kvq::bit_cast<std::uint64_t>(sv) & odd) | (kvq::bit_cast<std::uint64_t>(cv) & ~odd)) ^ neg);
   }
-  for (int j = 0; j < L; ++j) out[j] = math::sqrt(-2.0 * lg[j]) * cs[j];
+  for (int j = 0; j < L; ++j) rad[j] = -2.0 * lg[j];
+}
+
+/// out[j] = normal_double(philox_block(seed, stream, index0 + j)) for j < normal_lanes.
+KVQ_HD KVQ_FORCEINLINE void normal_group(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0, double* out) {
+  double rad[normal_lanes], cs[normal_lanes];
+  normal_group_parts(seed, stream, index0, rad, cs);
+  for (int j = 0; j < normal_lanes; ++j) out[j] = math::sqrt(rad[j]) * cs[j];
 }
 
 /// The whole groups of normal_doubles (count a multiple of normal_lanes).
@@ -153,9 +167,18 @@ KVQ_HD KVQ_FORCEINLINE void normal_groups(const counter_rng& rng, std::uint64_t 
 
 #if defined(KVQ_ISA_DISPATCH)
 /// normal_groups compiled for x86-64-v3 with FMA (kvq/core/isa.hpp: math.hpp writes fma).
+/// The square roots as vector instructions (IEEE, correctly rounded: math::sqrt's bits);
+/// std::sqrt's errno path keeps the compiler from vectorising them.
 KVQ_TARGET_X86_64_V3_FMA inline void normal_groups_x86_64_v3(const counter_rng& rng, std::uint64_t first,
                                                              std::size_t count, double* out) {
-  normal_groups(rng, first, count, out);
+  static_assert(normal_lanes % 4 == 0, "whole 4-lane vectors");
+  constexpr std::size_t L = normal_lanes;
+  for (std::size_t i = 0; i < count; i += L) {
+    alignas(32) double rad[L], cs[L];
+    normal_group_parts(rng.seed, rng.stream, first + i, rad, cs);
+    for (std::size_t j = 0; j < L; j += 4)
+      _mm256_storeu_pd(out + i + j, _mm256_mul_pd(_mm256_sqrt_pd(_mm256_load_pd(rad + j)), _mm256_load_pd(cs + j)));
+  }
 }
 #endif
 

@@ -511,6 +511,9 @@ struct needle_config {
   /// exact logits of the keys near the top only (the same maximum, and so the same keys
   /// injected; see inject_needles).
   bool background_means = true;
+  /// Keep the screen that found the background maxima (needle_record::screen), for a
+  /// caller that ranks the same queries on these keys afterwards.
+  bool keep_screen = false;
 };
 
 /// What inject_needles() did for one needle.
@@ -538,6 +541,11 @@ struct needle_record {
   /// Needle token indices per query matrix and row (sorted, unique): what the metrics
   /// look at for that query.
   std::vector<std::vector<std::vector<std::size_t>>> tokens;
+  /// With needle_config::keep_screen, where the maxima came from the screen for every
+  /// needle: n floats per needle, in needle order, the float screen
+  /// (reduce::dot_screen_block, scale 1) of the needle's query on the keys before any
+  /// injection (so every key but the span keys as they are now); empty otherwise.
+  std::vector<float> screen;
 
   /// Needle tokens of (query, row); an empty list when none or out of range.
   const std::vector<std::size_t>& tokens_for(std::size_t query, std::size_t row) const {
@@ -604,7 +612,8 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
       double kmax = 0;
       for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, reduce::norm_upper(K.data() + t * d, d));
       const reduce::dot_bound eb = reduce::dot_bound_of<double>(d);
-      std::vector<float> qs(sb * d), approx(std::min(sb, nn) * n);
+      // With keep_screen every needle's row stays (in rec.screen, kept when all are done).
+      std::vector<float> qs(sb * d), approx((c.keep_screen ? nn : std::min(sb, nn)) * n);
       for (std::size_t i0 = 0; i0 < nn; i0 += sb) {
         const std::size_t b = std::min(sb, nn - i0);
         for (std::size_t i = 0; i < b; ++i) {
@@ -613,12 +622,13 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
           std::copy(q, q + d, qs.begin() + static_cast<std::ptrdiff_t>(i * d));
         }
         // The float sums exactly (scale 1): within eb of the double tree dots.
-        reduce::dot_screen_block<float>(qs.data(), d, b, K.data(), d, n, d, approx.data(), n);
+        float* const ab = approx.data() + (c.keep_screen ? i0 * n : 0);
+        reduce::dot_screen_block<float>(qs.data(), d, b, K.data(), d, n, d, ab, n);
         bool finite = true;
-        for (std::size_t j = 0; j < b * n; ++j) finite = finite & (approx[j] - approx[j] == 0.0f);
+        for (std::size_t j = 0; j < b * n; ++j) finite = finite & (ab[j] - ab[j] == 0.0f);
         if (!finite) continue;
         for (std::size_t i = 0; i < b; ++i) {
-          const float* a = approx.data() + i * n;
+          const float* a = ab + i * n;
           const double err = eb(reduce::norm_upper(qs.data() + i * d, d) * kmax);
           if (!(err < math::detail::inf_d())) break;
           double amax = -math::detail::inf_d();
@@ -641,6 +651,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
           done[i0 + i] = true;
         }
       }
+      if (c.keep_screen && std::find(done.begin(), done.end(), false) == done.end()) rec.screen = std::move(approx);
     }
     for (std::size_t i0 = 0; i0 < nn; i0 += batch) {
       const std::size_t b = std::min(batch, nn - i0);

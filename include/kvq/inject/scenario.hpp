@@ -65,6 +65,8 @@ struct scenario_config {
   /// needle_config::background_means of every head's needles (false: NaN means where a
   /// margin is over the maximum; the same keys).
   bool needle_background_means = true;
+  /// needle_config::keep_screen of every head's needles (head_record::needles.screen).
+  bool needle_keep_screen = false;
 };
 
 /// What was injected into one KV head (and its query group).
@@ -157,6 +159,7 @@ inline scenario build_scenario_on(qkv data, const scenario_config& cfg) {
     }
     nc.protected_channels = protected_channels;
     nc.background_means = cfg.needle_background_means;
+    nc.keep_screen = cfg.needle_keep_screen;
     for (const scenario_needle& nd : cfg.needles) {
       if (x.kv_head_of(nd.q_head) != h) continue;
       needle_spec s;

@@ -20,6 +20,7 @@
 /// full-precision rows); a scheme's single tensor value is counted by the cache.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -154,16 +155,26 @@ class plain_row_store final : public row_store {
     if (f_ == hp_format::fp32) {
       f32_.insert(f32_.end(), rows, rows + m);
     } else {
-      h_.reserve(h_.size() + m);
-      for (std::size_t i = 0; i < m; ++i)
-        h_.push_back(f_ == hp_format::bf16 ? float_to_bf16_rn(rows[i]) : float_to_fp16_rn(rows[i]));
+      // One loop per format over a sized array (no push_back): bf16's loop vectorises.
+      const std::size_t old = h_.size();
+      h_.resize(old + m);
+      std::uint16_t* h = h_.data() + old;
+      if (f_ == hp_format::bf16)
+        for (std::size_t i = 0; i < m; ++i) h[i] = float_to_bf16_rn(rows[i]);
+      else
+        for (std::size_t i = 0; i < m; ++i) h[i] = float_to_fp16_rn(rows[i]);
     }
     n_ += n;
   }
   void dequantize(float* out) const override {
     const std::size_t m = n_ * hd_;
-    for (std::size_t i = 0; i < m; ++i)
-      out[i] = f_ == hp_format::fp32 ? f32_[i] : f_ == hp_format::bf16 ? bf16_to_float(h_[i]) : fp16_to_float(h_[i]);
+    if (f_ == hp_format::fp32) {
+      std::copy(f32_.begin(), f32_.end(), out);
+    } else if (f_ == hp_format::bf16) {
+      for (std::size_t i = 0; i < m; ++i) out[i] = bf16_to_float(h_[i]);
+    } else {
+      for (std::size_t i = 0; i < m; ++i) out[i] = fp16_to_float(h_[i]);
+    }
   }
   std::size_t memory_bytes() const noexcept override {
     return f32_.size() * sizeof(float) + h_.size() * sizeof(std::uint16_t);

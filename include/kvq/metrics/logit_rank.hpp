@@ -127,7 +127,9 @@ inline std::size_t span_rank_from_logits(const T* x, std::size_t n, const std::s
 
 /// span_rank_from_logits(x, n, span, span_len) for logits known only approximately:
 /// |x[u] - approx[u]| <= err for every key u (real arithmetic; err finite), with exact(u)
-/// giving x[u] (T: float or double, the logit type). The same result, computing the exact
+/// giving x[u] (T: float or double, the logit type; where exact(idx, m, out) can be
+/// called too, it writes out[i] = x[idx[i]] for the m keys the screen leaves open, all at
+/// once). The same result, computing the exact
 /// logits only of the keys that may hold the largest logit, the span's, and those that may
 /// come within the ranked key's margin. Returns 0 where
 /// span_rank_from_logits does, and also when an approximation is not finite (then compute
@@ -211,10 +213,14 @@ inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err
   for (; u < n; ++u) visit(u);
   // m as span_rank_from_logits takes it (the first of the largest, in index order).
   std::vector<T> xo(open.size());
+  if constexpr (std::is_invocable_v<Exact&, const std::size_t*, std::size_t, T*>)
+    exact(open.data(), open.size(), xo.data());  // all at once where `exact` can
+  else
+    for (std::size_t i = 0; i < open.size(); ++i) xo[i] = exact(open[i]);
   T m = T(0);
   bool have = false;
   for (std::size_t i = 0; i < open.size(); ++i) {
-    const T y = exact(open[i]);
+    const T y = xo[i];
     if (!(y - y == T(0))) return 0;
     xo[i] = y;
     if (static_cast<double>(approx[open[i]]) < mcut) continue;

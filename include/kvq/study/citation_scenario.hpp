@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kvq::study::lab {
@@ -146,10 +147,121 @@ inline double key_norm_bound(const matrix_f& K) {
 
 namespace detail {
 
+/// The bound on |x - approx| of a screen (kvq/core/dot_bound.hpp) in A of a query with
+/// norm product np (|q| times the largest key norm) and scale `factor`, against logits in
+/// T no finer than A: the two dot products' distance (scaled), plus the roundings of the
+/// logit and of the approximation (three of at most u_A |x| each, |x| <= factor np
+/// (1 + gamma)) and their underflow; doubled. Logits in double are covered by the float
+/// screen's bound (their own errors are smaller than the float evaluation's).
+template <class A>
+inline double screen_err(double factor, double np, std::size_t d) {
+  const kvq::reduce::dot_bound eb = kvq::reduce::dot_bound_of<A>(d);
+  constexpr double eps = std::numeric_limits<A>::epsilon();
+  return 2.0 * (factor * eb(np) + 2.0 * eps * factor * np * (1.0 + 0x1p-10)) + 0x1p-140;
+}
+
+/// One query's exact logits for metrics::span_rank_screened: exact(qv, t) of one key, and
+/// of a list of keys at once where `exact` has that form too (exact(qv, idx, m, out)).
+template <class T, class Exact>
+struct exact_of {
+  Exact& exact;
+  const float* qv;
+  T operator()(std::size_t t) const { return exact(qv, t); }
+  template <class E = Exact,
+            class = std::enable_if_t<std::is_invocable_v<E&, const float*, const std::size_t*, std::size_t, T*>>>
+  void operator()(const std::size_t* idx, std::size_t m, T* out) const {
+    exact(qv, idx, m, out);
+  }
+};
+
+/// The logits the study's kernels compute, one key or a list of keys at once (the same
+/// bits: reduce::tree_dot_rows_at): in double, the tree dot divided by sqrt(d) (`div`,
+/// reference_logits_batch); in float, the tree dot times the softmax scale (`mul`,
+/// storage_logits_batch).
+template <class T>
+struct logit_rows {
+  const float* keys;
+  std::size_t d;
+  T mul;
+  double div;  ///< > 0: divide by it (double logits); else multiply by mul
+  T one(const float* qv, std::size_t t) const {
+    const T s = kvq::reduce::tree_dot<T>(qv, keys + t * d, d);
+    return div > 0 ? static_cast<T>(s / div) : s * mul;
+  }
+  T operator()(const float* qv, std::size_t t) const { return one(qv, t); }
+  void operator()(const float* qv, const std::size_t* idx, std::size_t m, T* out) const {
+    kvq::reduce::tree_dot_rows_at<T>(qv, keys, d, idx, m, d, out);
+    if (div > 0)
+      for (std::size_t i = 0; i < m; ++i) out[i] = static_cast<T>(out[i] / div);
+    else
+      for (std::size_t i = 0; i < m; ++i) out[i] = out[i] * mul;
+  }
+};
+
+/// One query's best span rank from all its logits, where the screen left it undecided:
+/// in double on K (reference_logits_batch; pv: n doubles) or in fp32 on Kh
+/// (storage_logits_batch; sv: n floats, p_row: n doubles), from the logits where they
+/// decide it, else from the weights (counted in `computed`).
+inline std::size_t span_rank_reference_full(const float* qv, const matrix_f& K, const std::vector<std::size_t>& span,
+                                            double* pv, std::size_t& computed) {
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  kvq::attention::reference_logits_batch(qv, d, 1, rows_of(K), pv);
+  std::size_t r = kvq::metrics::span_rank_from_logits(pv, n, span.data(), span.size());
+  if (r == 0) {
+    kvq::attention::reference_softmax_row(pv, n);
+    r = span_rank(pv, n, span);
+    ++computed;
+  }
+  return r;
+}
+inline std::size_t span_rank_fp32_full(const float* qv, const matrix_f& Kh, float scale,
+                                       const std::vector<std::size_t>& span, float* sv, double* p_row,
+                                       std::size_t& computed) {
+  const std::size_t n = static_cast<std::size_t>(Kh.rows()), d = static_cast<std::size_t>(Kh.cols());
+  kvq::attention::storage_logits_batch(qv, d, 1, rows_of(Kh), scale, sv);
+  std::size_t r = kvq::metrics::span_rank_from_logits(sv, n, span.data(), span.size());
+  if (r == 0) {
+    kvq::attention::storage_softmax_row(sv, n, p_row);
+    r = span_rank(p_row, n, span);
+    ++computed;
+  }
+  return r;
+}
+
+/// The span ranks of b queries from approximate logits x (b * n values of type A; row v
+/// within err[v] of every key's logit of type T, in real arithmetic): the exact logit
+/// `exact(qv, t)` is computed only for the keys the approximations leave open
+/// (metrics::span_rank_screened), and a query they do not decide takes `full(v)` (all its
+/// logits, then the weights where the logits do not decide). `forced` (T = A only): keys
+/// whose approximations are not within err[v]; each query ranks on a copy of its row
+/// (`row`: n values of scratch) that holds their exact logits instead. x is not written.
+template <class T, class A, class Exact, class Full>
+inline void span_ranks_from_approx(const float* q, std::size_t b, std::size_t n, std::size_t d, const A* x,
+                                   const double* err, const std::vector<std::size_t>& forced, A* row,
+                                   const std::vector<std::size_t>* spans, std::size_t* ranks, Exact&& exact,
+                                   Full&& full) {
+  static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value, "float or double logits");
+  if (!forced.empty() && (!std::is_same<T, A>::value || row == nullptr))
+    kvq::detail::fail("kvq::study::lab::span_ranks_from_approx",
+                      "forced keys need approximations of the logit type and a scratch row");
+  for (std::size_t v = 0; v < b; ++v) {
+    const float* qv = q + v * d;
+    const A* xv = x + v * n;
+    if (row != nullptr && !forced.empty()) {
+      std::copy(xv, xv + n, row);
+      for (std::size_t u : forced) row[u] = static_cast<A>(exact(qv, u));
+      xv = row;
+    }
+    const exact_of<T, Exact> ex{exact, qv};
+    std::size_t r = kvq::metrics::span_rank_screened<T>(xv, n, err[v], spans[v].data(), spans[v].size(), ex);
+    if (r == 0) r = full(v);
+    ranks[v] = r;
+  }
+}
+
 /// The span ranks of b queries with logits of type T (see span_ranks_reference_batch):
 /// approximate logits (kvq/core/dot_bound.hpp) within one proven bound per query screen
-/// every key, the exact logit `exact(qv, t)` is computed only for the keys they leave
-/// open (metrics::span_rank_screened), and a query the screen does not decide takes
+/// every key (span_ranks_from_approx), and a query the screen does not decide takes
 /// `full(v, xv)` (all its logits, then the weights where the logits do not decide).
 /// kmax: key_norm_bound(K), or negative to compute it here. factor: the logit per unit of
 /// dot product (the softmax scale, or 1 / sqrt(d)). x: b * n values of scratch.
@@ -160,21 +272,12 @@ inline void span_ranks_screened_batch(const float* q, std::size_t b, const matri
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   kvq::reduce::dot_screen_block<T>(q, d, b, K.data(), d, n, d, x, n, static_cast<T>(factor));
   if (!(kmax >= 0)) kmax = key_norm_bound(K);
-  const kvq::reduce::dot_bound eb = kvq::reduce::dot_bound_of<T>(d);
-  constexpr double eps = std::numeric_limits<T>::epsilon();
-  for (std::size_t v = 0; v < b; ++v) {
-    const float* qv = q + v * d;
-    T* xv = x + v * n;
-    const double np = kvq::reduce::norm_upper(qv, d) * kmax;
-    // |x - approx| for every key: the two dot products' distance (scaled), plus the
-    // roundings of the logit and of the approximation in T (three of at most u |x| each,
-    // |x| <= factor |q| |k| (1 + gamma)) and their underflow; doubled.
-    const double err = 2.0 * (factor * eb(np) + 2.0 * eps * factor * np * (1.0 + 0x1p-10)) + 0x1p-140;
-    std::size_t r = kvq::metrics::span_rank_screened<T>(xv, n, err, spans[v].data(), spans[v].size(),
-                                                        [&](std::size_t t) { return exact(qv, t); });
-    if (r == 0) r = full(v, xv);
-    ranks[v] = r;
-  }
+  std::vector<double> err(b);
+  for (std::size_t v = 0; v < b; ++v) err[v] = screen_err<T>(factor, kvq::reduce::norm_upper(q + v * d, d) * kmax, d);
+  // Row v of x is scratch for full(v) once its own rank is being decided (later rows are
+  // read only at their turn).
+  span_ranks_from_approx<T, T>(q, b, n, d, x, err.data(), {}, static_cast<T*>(nullptr), spans, ranks, exact,
+                               [&](std::size_t v) { return full(v, x + v * n); });
 }
 
 }  // namespace detail
@@ -189,23 +292,14 @@ inline void span_ranks_screened_batch(const float* q, std::size_t b, const matri
 inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, const matrix_f& K,
                                               const std::vector<std::size_t>* spans, double* p, std::size_t* ranks,
                                               double kmax = -1) {
-  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  const std::size_t d = static_cast<std::size_t>(K.cols());
   // reference_logits_batch's logit: the double tree dot divided by sqrt(d).
   const double rsd = kvq::math::sqrt(static_cast<double>(d));
   std::size_t computed = 0;
   detail::span_ranks_screened_batch<double>(
       q, b, K, kmax, 1.0 / rsd, spans, p, ranks,
-      [&](const float* qv, std::size_t t) { return kvq::reduce::tree_dot<double>(qv, K.data() + t * d, d) / rsd; },
-      [&](std::size_t v, double* pv) {
-        kvq::attention::reference_logits_batch(q + v * d, d, 1, rows_of(K), pv);
-        std::size_t r = kvq::metrics::span_rank_from_logits(pv, n, spans[v].data(), spans[v].size());
-        if (r == 0) {
-          kvq::attention::reference_softmax_row(pv, n);
-          r = span_rank(pv, n, spans[v]);
-          ++computed;
-        }
-        return r;
-      });
+      detail::logit_rows<double>{K.data(), d, 1.0 / rsd, rsd},
+      [&](std::size_t v, double* pv) { return detail::span_rank_reference_full(q + v * d, K, spans[v], pv, computed); });
   return computed;
 }
 
@@ -214,23 +308,174 @@ inline std::size_t span_ranks_reference_batch(const float* q, std::size_t b, con
 inline std::size_t span_ranks_fp32_batch(const float* q, std::size_t b, const matrix_f& K, float scale,
                                          const std::vector<std::size_t>* spans, float* s, double* p_row,
                                          std::size_t* ranks, double kmax = -1) {
-  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  const std::size_t d = static_cast<std::size_t>(K.cols());
   std::size_t computed = 0;
   // storage_logits_batch's logit: the float tree dot times the scale, in float.
   detail::span_ranks_screened_batch<float>(
       q, b, K, kmax, static_cast<double>(scale), spans, s, ranks,
-      [&](const float* qv, std::size_t t) { return kvq::reduce::tree_dot<float>(qv, K.data() + t * d, d) * scale; },
+      detail::logit_rows<float>{K.data(), d, scale, 0.0},
       [&](std::size_t v, float* sv) {
-        kvq::attention::storage_logits_batch(q + v * d, d, 1, rows_of(K), scale, sv);
-        std::size_t r = kvq::metrics::span_rank_from_logits(sv, n, spans[v].data(), spans[v].size());
-        if (r == 0) {
-          kvq::attention::storage_softmax_row(sv, n, p_row);
-          r = span_rank(p_row, n, spans[v]);
-          ++computed;
-        }
-        return r;
+        return detail::span_rank_fp32_full(q + v * d, K, scale, spans[v], sv, p_row, computed);
       });
   return computed;
+}
+
+/// Upper bounds on the distance of each row of `K` from the same row of `Kh`
+/// (reduce::distance_upper): what ranking on Kh from a screen of K's logits needs.
+inline std::vector<double> key_distance_bounds(const matrix_f& K, const matrix_f& Kh) {
+  if (K.rows() != Kh.rows() || K.cols() != Kh.cols())
+    kvq::detail::fail("kvq::study::lab::key_distance_bounds",
+                      kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("Kh", Kh));
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  std::vector<double> dist(n);
+  for (std::size_t t = 0; t < n; ++t) dist[t] = kvq::reduce::distance_upper(K.data() + t * d, Kh.data() + t * d, d);
+  return dist;
+}
+
+/// Approximate logits of b queries on the original keys, shared by every pass of a study
+/// that ranks them on several versions of those keys: x[v n + t] = the float screen
+/// (kvq/core/dot_bound.hpp) of q_v . K_t times `scale`, with each query's norm bound and
+/// the keys' (key_norm_bound).
+struct logit_screen {
+  std::size_t b = 0, n = 0, d = 0;
+  float scale = 1;
+  double kmax = 0;
+  std::vector<float> x;
+  std::vector<double> qnorm;
+};
+
+/// The screen of b consecutive query rows q on K (kmax: key_norm_bound(K), or negative to
+/// compute it here).
+inline logit_screen screen_logits(const float* q, std::size_t b, const matrix_f& K, float scale, double kmax = -1) {
+  logit_screen sc;
+  sc.b = b;
+  sc.n = static_cast<std::size_t>(K.rows());
+  sc.d = static_cast<std::size_t>(K.cols());
+  sc.scale = scale;
+  sc.kmax = kmax >= 0 ? kmax : key_norm_bound(K);
+  sc.x.resize(b * sc.n);
+  kvq::reduce::dot_screen_block<float>(q, sc.d, b, K.data(), sc.d, sc.n, sc.d, sc.x.data(), sc.n, scale);
+  sc.qnorm.resize(b);
+  for (std::size_t v = 0; v < b; ++v) sc.qnorm[v] = kvq::reduce::norm_upper(q + v * sc.d, sc.d);
+  return sc;
+}
+
+/// The same screen from the one inject_needles kept (needle_record::screen) when needle v
+/// is query row v of query matrix 0 for every v < b (as citation_scenario places them):
+/// its rows scaled by `scale` in float (the rounding dot_screen_block's scale makes), and
+/// the span keys, which the injection changed after the screen, screened again (a float
+/// tree dot, within the same bound). Moves the kept screen out of rec; an empty result
+/// (x.empty()) when rec has none or the needles are placed otherwise: then call
+/// screen_logits.
+inline logit_screen screen_from_needles(const float* q, std::size_t b, const matrix_f& K, float scale,
+                                        kvq::inject::needle_record& rec) {
+  logit_screen sc;
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  if (rec.screen.size() != b * n || rec.entries.size() != b) return sc;
+  for (std::size_t v = 0; v < b; ++v)
+    if (rec.entries[v].spec.query != 0 || rec.entries[v].spec.row != v) return sc;
+  sc.b = b;
+  sc.n = n;
+  sc.d = d;
+  sc.scale = scale;
+  sc.kmax = key_norm_bound(K);
+  sc.x = std::move(rec.screen);
+  rec.screen.clear();
+  for (float& a : sc.x) a = a * scale;
+  for (const kvq::inject::needle_entry& e : rec.entries)
+    for (std::size_t t : e.tokens)
+      for (std::size_t v = 0; v < b; ++v)
+        sc.x[v * n + t] = kvq::reduce::tree_dot<float>(q + v * d, K.data() + t * d, d) * scale;
+  sc.qnorm.resize(b);
+  for (std::size_t v = 0; v < b; ++v) sc.qnorm[v] = kvq::reduce::norm_upper(q + v * d, d);
+  return sc;
+}
+
+/// span_ranks_reference_batch's ranks of the screened queries q on K (the keys the screen
+/// was taken on), from the screen: its float approximations of scale q . k are within
+/// screen_err of the double logits q . k / sqrt(d), plus |scale - 1 / sqrt(d)| |q| |k| for
+/// the scale's rounding. p_row: n doubles of scratch. Returns how many queries needed
+/// their weights.
+inline std::size_t span_ranks_reference_screened(const float* q, const logit_screen& sc, const matrix_f& K,
+                                                 const std::vector<std::size_t>* spans, double* p_row,
+                                                 std::size_t* ranks) {
+  const std::size_t n = sc.n, d = sc.d;
+  if (static_cast<std::size_t>(K.rows()) != n || static_cast<std::size_t>(K.cols()) != d)
+    kvq::detail::fail("kvq::study::lab::span_ranks_reference_screened",
+                      kvq::detail::shape_of("K", K) + " is not the screened keys' shape");
+  const double rsd = kvq::math::sqrt(static_cast<double>(d));
+  const double scale_gap = std::fabs(static_cast<double>(sc.scale) - 1.0 / rsd) * (1.0 + 0x1p-20);
+  std::vector<double> err(sc.b);
+  for (std::size_t v = 0; v < sc.b; ++v) {
+    const double np = sc.qnorm[v] * sc.kmax;
+    err[v] = detail::screen_err<float>(static_cast<double>(sc.scale), np, d) + 2.0 * scale_gap * np;
+  }
+  std::size_t computed = 0;
+  detail::span_ranks_from_approx<double, float>(
+      q, sc.b, n, d, sc.x.data(), err.data(), {}, static_cast<float*>(nullptr), spans, ranks,
+      detail::logit_rows<double>{K.data(), d, 1.0 / rsd, rsd},
+      [&](std::size_t v) { return detail::span_rank_reference_full(q + v * d, K, spans[v], p_row, computed); });
+  return computed;
+}
+
+/// span_ranks_fp32_batch's ranks of the screened queries q on keys Kh near the screened
+/// keys (dist: key_distance_bounds(K, Kh); khmax: key_norm_bound(Kh)), from the screen of
+/// K: |q . k - q . kh| <= |q| |k - kh| widens each query's bound by 2 scale |q| times the
+/// distance bound of all but the farthest keys (at most max(16, n / 512) of them), whose
+/// logits are computed exactly instead. Returns false, with nothing written, when the
+/// widened bound would leave more than n / 32 keys open on a query (the keys are too far
+/// from the screened ones to save work: screen Kh itself, span_ranks_fp32_batch).
+/// s_row: n floats, p_row: n doubles of scratch; computed: incremented per query that
+/// needed its weights.
+inline bool span_ranks_fp32_from_screen(const float* q, const logit_screen& sc, const matrix_f& Kh, double khmax,
+                                        const std::vector<double>& dist, const std::vector<std::size_t>* spans,
+                                        float* s_row, double* p_row, std::size_t* ranks,
+                                        std::size_t* computed = nullptr) {
+  const std::size_t n = sc.n, d = sc.d;
+  if (static_cast<std::size_t>(Kh.rows()) != n || static_cast<std::size_t>(Kh.cols()) != d || dist.size() != n)
+    kvq::detail::fail("kvq::study::lab::span_ranks_fp32_from_screen",
+                      kvq::detail::shape_of("Kh", Kh) + " and " + std::to_string(dist.size()) +
+                          " distances do not match the screened keys");
+  if (n == 0) return false;
+  for (double e : dist)
+    if (!(e >= 0)) return false;  // NaN keys: no order to take the farthest by
+  // The distance all but the farthest keys are within, and those keys.
+  const std::size_t far = std::min(n, std::max<std::size_t>(16, n / 512));
+  double cut_dist = 0;
+  std::vector<std::size_t> forced;
+  if (far < n) {
+    std::vector<double> sorted(dist);
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(n - far - 1), sorted.end());
+    cut_dist = sorted[n - far - 1];
+    if (!(cut_dist < kvq::math::detail::inf_d())) return false;  // NaN or inf rows
+  }
+  for (std::size_t t = 0; t < n; ++t)
+    if (!(dist[t] <= cut_dist)) forced.push_back(t);
+  const double scale = static_cast<double>(sc.scale);
+  const double kmax = std::max(sc.kmax, khmax);
+  std::vector<double> err(sc.b);
+  for (std::size_t v = 0; v < sc.b; ++v)
+    err[v] = detail::screen_err<float>(scale, sc.qnorm[v] * kmax, d) +
+             scale * sc.qnorm[v] * cut_dist * (1.0 + 0x1p-20);
+  // Worth it? The keys within 3 err of the largest approximation are computed whatever
+  // else holds (they may hold the largest logit): count them on a few queries.
+  const std::size_t probe = std::min<std::size_t>(sc.b, 4);
+  std::size_t near = 0;
+  for (std::size_t v = 0; v < probe; ++v) {
+    const float* xv = sc.x.data() + v * n;
+    const float amax = *std::max_element(xv, xv + n);
+    const double lo = static_cast<double>(amax) - 3.0 * err[v];
+    for (std::size_t t = 0; t < n; ++t) near += static_cast<std::size_t>(static_cast<double>(xv[t]) >= lo);
+  }
+  if (near > probe * (n / 8)) return false;
+  const float fscale = sc.scale;
+  std::size_t full = 0;
+  detail::span_ranks_from_approx<float, float>(
+      q, sc.b, n, d, sc.x.data(), err.data(), forced, s_row, spans, ranks,
+      detail::logit_rows<float>{Kh.data(), d, fscale, 0.0},
+      [&](std::size_t v) { return detail::span_rank_fp32_full(q + v * d, Kh, fscale, spans[v], s_row, p_row, full); });
+  if (computed) *computed += full;
+  return true;
 }
 
 /// The head_dim check of every study built on citation_scenario (citations, policy,
