@@ -237,9 +237,10 @@ study_def definition() {
         for (std::size_t pi = w; pi < NP; pi += workers) {
           const scheme_spec& sch = scheme_named(passes[pi]);
           sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
-          const double khmax = lab::key_norm_bound(Kh);
-          if (lab::span_ranks_fp32_from_screen(Q.data(), screen, Kh, khmax, lab::key_distance_bounds(K, Kh),
-                                               spans.data(), s_row.data(), p_row.data(), emu_rank[pi].data()))
+          double khmax = 0;
+          const std::vector<double> dist = lab::key_distance_bounds(K, Kh, &khmax);
+          if (lab::span_ranks_fp32_from_screen(Q.data(), screen, Kh, khmax, dist, spans.data(), s_row.data(),
+                                               p_row.data(), emu_rank[pi].data()))
             continue;
           s.resize(B * n);
           for (std::size_t q0 = 0; q0 < nq; q0 += B) {

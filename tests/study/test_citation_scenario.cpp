@@ -178,7 +178,9 @@ TEST_CASE("the span ranks from one shared screen equal span_rank of the weights"
   const std::size_t moved[] = {0, 3, 17, spans[5][1], 1500};
   for (std::size_t r : moved)
     for (Eigen::Index c = 0; c < Kh.cols(); ++c) Kh(static_cast<Eigen::Index>(r), c) *= 1.75f;
-  const std::vector<double> dist = kvq::study::lab::key_distance_bounds(K, Kh);
+  double khmax = -1;
+  const std::vector<double> dist = kvq::study::lab::key_distance_bounds(K, Kh, &khmax);
+  CHECK(khmax == kvq::study::lab::key_norm_bound(Kh));
   for (std::size_t r : moved) CHECK(dist[r] > 10 * dist[1]);
   kvq::study::lab::weights_fp32_batch(Q.data(), nq, Kh, scale, sw.data(), pw.data());
   for (const kvq::study::lab::logit_screen* scr : {&direct, &from_needles}) {

@@ -321,14 +321,21 @@ inline std::size_t span_ranks_fp32_batch(const float* q, std::size_t b, const ma
 }
 
 /// Upper bounds on the distance of each row of `K` from the same row of `Kh`
-/// (reduce::distance_upper): what ranking on Kh from a screen of K's logits needs.
-inline std::vector<double> key_distance_bounds(const matrix_f& K, const matrix_f& Kh) {
+/// (reduce::distance_upper): what ranking on Kh from a screen of K's logits needs. Where
+/// khmax is given, also key_norm_bound(Kh) into it (in the same pass over the rows).
+inline std::vector<double> key_distance_bounds(const matrix_f& K, const matrix_f& Kh, double* khmax = nullptr) {
   if (K.rows() != Kh.rows() || K.cols() != Kh.cols())
     kvq::detail::fail("kvq::study::lab::key_distance_bounds",
                       kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("Kh", Kh));
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   std::vector<double> dist(n);
-  for (std::size_t t = 0; t < n; ++t) dist[t] = kvq::reduce::distance_upper(K.data() + t * d, Kh.data() + t * d, d);
+  double m = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    const float* kh = Kh.data() + t * d;
+    if (khmax) m = std::max(m, kvq::reduce::norm_upper(kh, d));
+    dist[t] = kvq::reduce::distance_upper(K.data() + t * d, kh, d);
+  }
+  if (khmax) *khmax = m;
   return dist;
 }
 
