@@ -344,11 +344,13 @@ inline std::vector<double> key_distance_bounds(const matrix_f& K, const matrix_f
 /// (kvq/core/dot_bound.hpp) of q_v . K_t times `scale`, with each query's norm bound and
 /// the keys' (key_norm_bound).
 struct logit_screen {
-  std::size_t b = 0, n = 0, d = 0;
-  float scale = 1;
-  double kmax = 0;
-  std::vector<float> x;
-  std::vector<double> qnorm;
+  std::size_t b = 0;  ///< queries
+  std::size_t n = 0;  ///< keys
+  std::size_t d = 0;  ///< head dimension
+  float scale = 1;    ///< the logit per unit of dot product
+  double kmax = 0;    ///< key_norm_bound of the screened keys
+  std::vector<float> x;        ///< b * n approximate logits, query-major
+  std::vector<double> qnorm;   ///< reduce::norm_upper of each query
 };
 
 /// The screen of b consecutive query rows q on K (kmax: key_norm_bound(K), or negative to
