@@ -148,8 +148,8 @@ inline double key_norm_bound(const matrix_f& K) {
 namespace detail {
 
 /// The bound on |x - approx| of a screen (kvq/core/dot_bound.hpp) in A of a query with
-/// norm product np (|q| times the largest key norm) and scale `factor`, against logits in
-/// T no finer than A: the two dot products' distance (scaled), plus the roundings of the
+/// norm product np (|q| times the largest key norm) and scale `factor`, against logits at
+/// least as precise as A: the two dot products' distance (scaled), plus the roundings of the
 /// logit and of the approximation (three of at most u_A |x| each, |x| <= factor np
 /// (1 + gamma)) and their underflow; doubled. Logits in double are covered by the float
 /// screen's bound (their own errors are smaller than the float evaluation's).
