@@ -5,6 +5,7 @@
 // in long double.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <random>
@@ -81,7 +82,7 @@ TEST_CASE("norm_upper and distance_upper: above the long double values, by at mo
           "[core][dot_bound]") {
   std::mt19937_64 gen(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (std::size_t n : {0, 1, 3, 4, 5, 128, 131, 4097}) {
+  for (std::size_t n : {0, 1, 3, 4, 5, 15, 16, 17, 33, 128, 131, 4097}) {
     std::vector<float> a(n), b(n);
     for (std::size_t i = 0; i < n; ++i) {
       const float m = gen() % 2 ? 1e-3f : 1e3f;
@@ -111,4 +112,32 @@ TEST_CASE("norm_upper and distance_upper: above the long double values, by at mo
   const std::vector<float> y = {1.0f, 2.0f, -3.0f, 4.0f, 0.5f};
   CHECK(kvq::reduce::distance_upper(x.data(), y.data(), x.size()) ==
         kvq::reduce::distance_upper(y.data(), x.data(), x.size()));
+}
+
+TEST_CASE("rows_norm_upper and rows_distance_upper: the per-row bounds, in every copy", "[core][dot_bound]") {
+  std::mt19937_64 gen(12);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (std::size_t d : {1, 16, 67, 128}) {
+    const std::size_t rows = 300, stride = d + 3;  // rows apart in memory: the stride is used
+    std::vector<float> a(rows * stride), b(rows * stride);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i] = nd(gen) * (i % 7 == 0 ? 30.0f : 1.0f);
+      b[i] = a[i] * (1.0f + 0x1p-5f * nd(gen));
+    }
+    a[(rows / 2) * stride] = 1e4f;  // one row far larger than the rest
+    kvq_test::for_each_isa([&](kvq::isa isa) {
+      INFO("isa " << kvq::isa_name(isa) << ", d " << d);
+      double amax = 0, bmax = 0;
+      std::vector<double> dist(rows, -1.0);
+      for (std::size_t r = 0; r < rows; ++r) {
+        amax = std::max(amax, kvq::reduce::norm_upper(a.data() + r * stride, d));
+        bmax = std::max(bmax, kvq::reduce::norm_upper(b.data() + r * stride, d));
+      }
+      CHECK(kvq::reduce::rows_norm_upper(a.data(), rows, d, stride) == amax);
+      CHECK(kvq::reduce::rows_norm_upper(a.data(), 0, d, stride) == 0.0);
+      CHECK(kvq::reduce::rows_distance_upper(a.data(), b.data(), rows, d, stride, dist.data()) == bmax);
+      for (std::size_t r = 0; r < rows; ++r)
+        REQUIRE(dist[r] == kvq::reduce::distance_upper(a.data() + r * stride, b.data() + r * stride, d));
+    });
+  }
 }

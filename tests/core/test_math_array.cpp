@@ -193,3 +193,77 @@ TEST_CASE("sincos_n gives math::sincos's bits for every element, in both kernel 
     }
   });
 }
+
+TEST_CASE("sincos_group_fast writes sincos_group_finite's floats or refuses the group", "[math][quick]") {
+  using kvq::math::detail::sincos_group_fast;
+  using kvq::math::detail::sincos_group_finite;
+  constexpr int L = kvq::math::detail::sincos_lanes;
+  std::size_t taken = 0, refused = 0, bad = 0;
+  float first_bad = 0.0f;
+  auto check = [&](const float* g) {
+    float fs[L], fc[L], es[L], ec[L];
+    for (int j = 0; j < L; ++j) fs[j] = fc[j] = -7.0f;  // a refusal writes nothing
+    const bool ok = sincos_group_fast(g, fs, fc);
+    sincos_group_finite(g, es, ec);
+    if (!ok) {
+      ++refused;
+      for (int j = 0; j < L; ++j)
+        if ((fs[j] != -7.0f || fc[j] != -7.0f) && bad++ == 0) first_bad = g[j];
+      return;
+    }
+    ++taken;
+    for (int j = 0; j < L; ++j)
+      if ((bits32(fs[j]) != bits32(es[j]) || bits32(fc[j]) != bits32(ec[j])) && bad++ == 0) first_bad = g[j];
+  };
+  std::vector<float> g(L);
+  // RoPE's angles, every position below 2^17 and every pair of head dimension 128 (base
+  // 1e4 and 5e5), in the groups apply_rope makes
+  for (double base : {1e4, 5e5})
+    for (std::size_t pos = 0; pos < (std::size_t{1} << 17); ++pos)
+      for (int i = 0; i < 64; i += L) {
+        for (int j = 0; j < L; ++j)
+          g[j] = static_cast<float>(pos) * static_cast<float>(1.0 / std::pow(base, (2.0 * (i + j)) / 128.0));
+        check(g.data());
+      }
+  // every positive float below 2^20 at a prime stride, and their negatives, in runs of L
+  for (std::uint32_t u = 1; u + L * 613u < 0x49800000u; u += L * 613u * 13u)
+    for (float sign : {1.0f, -1.0f}) {
+      for (int j = 0; j < L; ++j) {
+        float v;
+        const std::uint32_t w = u + static_cast<std::uint32_t>(j) * 613u;
+        std::memcpy(&v, &w, 4);
+        g[j] = sign * v;
+      }
+      check(g.data());
+    }
+  INFO(taken << " groups taken, " << refused << " refused; " << bad << " wrong, the first at x = " << first_bad);
+  REQUIRE(bad == 0);
+  REQUIRE(taken > 50 * refused);  // the short road is the common one
+  // the 32-lane groups of the x86-64-v3 copy on AVX-512, over the same RoPE angles
+  constexpr int W = 32;
+  std::size_t wide_taken = 0, wide_bad = 0;
+  for (std::size_t pos = 0; pos < (std::size_t{1} << 15); ++pos)
+    for (int i0 = 0; i0 < 64; i0 += W) {
+      float in[W], fs[W], fc[W], es[W], ec[W];
+      for (int j = 0; j < W; ++j)
+        in[j] = static_cast<float>(pos) * static_cast<float>(1.0 / std::pow(1e4, (2.0 * (i0 + j)) / 128.0));
+      if (!sincos_group_fast<W>(in, fs, fc)) continue;
+      ++wide_taken;
+      for (int j = 0; j < W; j += L) sincos_group_finite(in + j, es + j, ec + j);
+      for (int j = 0; j < W; ++j) wide_bad += (bits32(fs[j]) != bits32(es[j]) || bits32(fc[j]) != bits32(ec[j])) ? 1 : 0;
+    }
+  INFO(wide_taken << " wide groups taken");
+  REQUIRE(wide_bad == 0);
+  REQUIRE(wide_taken > 60000);  // of 65536
+  // groups it must refuse: a zero (the sine keeps the sign of x), |x| >= 2^20 (Cody-Waite's
+  // products stop being exact), sin x = -8.7e-8 at float(pi) (the reduction's 2^-53 is
+  // 2^-29 of it)
+  const float near_pi = 3.14159274f;
+  for (float v : {0.0f, -0.0f, 1048576.0f, -3.0e6f, near_pi}) {
+    for (int j = 0; j < L; ++j) g[j] = 0.5f + 0.125f * static_cast<float>(j);
+    g[3] = v;
+    float fs[L], fc[L];
+    INFO("x = " << v);
+    CHECK_FALSE(sincos_group_fast(g.data(), fs, fc));
+  }
+}

@@ -20,6 +20,7 @@
 /// per row gives every pair's bound.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <type_traits>
@@ -37,32 +38,60 @@ namespace reduce {
 
 namespace detail {
 // The loops of norm_upper and distance_upper, and their x86-64-v3 copies (4 double lanes
-// per instruction; the bound holds for any order of the sums, so the copies may differ
+// per instruction, 16 partial sums; the bound holds for any order of the sums, so the copies may differ
 // from the baseline in the last bits, never in what the bound promises).
+// 16 partial sums: four independent chains of 4-lane additions (one chain is bound by
+// the adder's latency: a 128-float row took 4x longer with 4 sums).
+constexpr std::size_t bound_lanes = 16;
+
+KVQ_FORCEINLINE double sum_lanes(const double* s) {
+  double h[8];
+  for (std::size_t j = 0; j < 8; ++j) h[j] = s[j] + s[j + 8];
+  return ((h[0] + h[4]) + (h[2] + h[6])) + ((h[1] + h[5]) + (h[3] + h[7]));
+}
+
 KVQ_FORCEINLINE double norm_upper_body(const float* a, std::size_t n) {
-  double s4[4] = {0, 0, 0, 0};
+  constexpr std::size_t L = bound_lanes;
+  double s[L] = {};
   std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t j = 0; j < 4; ++j) s4[j] = s4[j] + static_cast<double>(a[i + j]) * static_cast<double>(a[i + j]);
-  for (; i < n; ++i) s4[0] = s4[0] + static_cast<double>(a[i]) * static_cast<double>(a[i]);
+  for (; i + L <= n; i += L)
+    for (std::size_t j = 0; j < L; ++j) s[j] = s[j] + static_cast<double>(a[i + j]) * static_cast<double>(a[i + j]);
+  for (; i < n; ++i) s[0] = s[0] + static_cast<double>(a[i]) * static_cast<double>(a[i]);
   const double rel = 0x1p-40 + static_cast<double>(n) * 0x1p-52;
-  return math::sqrt((s4[0] + s4[1]) + (s4[2] + s4[3])) * (1.0 + rel);
+  return math::sqrt(sum_lanes(s)) * (1.0 + rel);
 }
 
 KVQ_FORCEINLINE double distance_upper_body(const float* a, const float* b, std::size_t n) {
-  double s4[4] = {0, 0, 0, 0};
+  constexpr std::size_t L = bound_lanes;
+  double s[L] = {};
   std::size_t i = 0;
-  for (; i + 4 <= n; i += 4)
-    for (std::size_t j = 0; j < 4; ++j) {
+  for (; i + L <= n; i += L)
+    for (std::size_t j = 0; j < L; ++j) {
       const double e = static_cast<double>(a[i + j]) - static_cast<double>(b[i + j]);
-      s4[j] = s4[j] + e * e;
+      s[j] = s[j] + e * e;
     }
   for (; i < n; ++i) {
     const double e = static_cast<double>(a[i]) - static_cast<double>(b[i]);
-    s4[0] = s4[0] + e * e;
+    s[0] = s[0] + e * e;
   }
   const double rel = 0x1p-40 + static_cast<double>(n + 1) * 0x1p-52;
-  return math::sqrt((s4[0] + s4[1]) + (s4[2] + s4[3])) * (1.0 + rel);
+  return math::sqrt(sum_lanes(s)) * (1.0 + rel);
+}
+
+KVQ_FORCEINLINE double rows_norm_upper_body(const float* a, std::size_t rows, std::size_t d, std::size_t stride) {
+  double m = 0;
+  for (std::size_t r = 0; r < rows; ++r) m = std::max(m, norm_upper_body(a + r * stride, d));
+  return m;
+}
+
+KVQ_FORCEINLINE double rows_distance_upper_body(const float* a, const float* b, std::size_t rows, std::size_t d,
+                                                std::size_t stride, double* out) {
+  double m = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    m = std::max(m, norm_upper_body(b + r * stride, d));
+    out[r] = distance_upper_body(a + r * stride, b + r * stride, d);
+  }
+  return m;
 }
 
 #if defined(KVQ_ISA_DISPATCH)
@@ -72,11 +101,19 @@ KVQ_TARGET_X86_64_V3 inline double norm_upper_x86_64_v3(const float* a, std::siz
 KVQ_TARGET_X86_64_V3 inline double distance_upper_x86_64_v3(const float* a, const float* b, std::size_t n) {
   return distance_upper_body(a, b, n);
 }
+KVQ_TARGET_X86_64_V3 inline double rows_norm_upper_x86_64_v3(const float* a, std::size_t rows, std::size_t d,
+                                                             std::size_t stride) {
+  return rows_norm_upper_body(a, rows, d, stride);
+}
+KVQ_TARGET_X86_64_V3 inline double rows_distance_upper_x86_64_v3(const float* a, const float* b, std::size_t rows,
+                                                                 std::size_t d, std::size_t stride, double* out) {
+  return rows_distance_upper_body(a, b, rows, d, stride, out);
+}
 #endif
 }  // namespace detail
 
 /// An upper bound on |a| (the Euclidean norm of a[0..n)): the exact squares (float
-/// squared in double) summed in double in 4 lanes, their rounding covered by a relative
+/// squared in double) summed in double in 16 lanes, their rounding covered by a relative
 /// n 2^-52 + 2^-40 (any order errs by at most n 2^-53 relatively, the square root by
 /// 2^-53).
 inline double norm_upper(const float* a, std::size_t n) {
@@ -96,6 +133,26 @@ inline double distance_upper(const float* a, const float* b, std::size_t n) {
   if (kvq::detail::use_x86_64_v3()) return detail::distance_upper_x86_64_v3(a, b, n);
 #endif
   return detail::distance_upper_body(a, b, n);
+}
+
+/// The largest norm_upper of `rows` rows of d floats (row r at a + r * stride; 0 for no
+/// rows): the bound a screen needs of a key matrix, with one dispatch for all rows.
+inline double rows_norm_upper(const float* a, std::size_t rows, std::size_t d, std::size_t stride) {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return detail::rows_norm_upper_x86_64_v3(a, rows, d, stride);
+#endif
+  return detail::rows_norm_upper_body(a, rows, d, stride);
+}
+
+/// out[r] = distance_upper of row r of a and row r of b (rows of d floats, row r at
+/// offset r * stride in both), for r < rows; returns rows_norm_upper of b, from the same
+/// pass over its rows.
+inline double rows_distance_upper(const float* a, const float* b, std::size_t rows, std::size_t d,
+                                  std::size_t stride, double* out) {
+#if defined(KVQ_ISA_DISPATCH)
+  if (kvq::detail::use_x86_64_v3()) return detail::rows_distance_upper_x86_64_v3(a, b, rows, d, stride, out);
+#endif
+  return detail::rows_distance_upper_body(a, b, rows, d, stride, out);
 }
 
 /// The largest norm product dot_bound covers: below it no float sum of the products

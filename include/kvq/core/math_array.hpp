@@ -336,22 +336,106 @@ KVQ_FORCEINLINE void sincos_group_finite(const float* x, float* s, float* c) {
   }
 }
 
-/// sincos over an array, sincos_lanes floats per group where all are finite.
+/// Cody–Waite split of pi/2 for sincos_group_fast: P1 (31 significant bits) and P2 (32)
+/// make k P1 and k P2 exact for |k| < 2^21, P3 = double(pi/2 - P1 - P2) (the rest is
+/// below 2^-122).
+constexpr double cw_pio2_1 = 0x1.921fb544p+0, cw_pio2_2 = 0x1.0b4611a6p-34, cw_pio2_3 = 0x1.3198a2e037073p-69;
+
+/// sincos_group_finite's floats by a shorter road where it provably gives the same ones:
+/// returns false, with nothing written, for a group it cannot decide.
+///
+/// Why: the floats are sincos_reduced's doubles rounded once, and the Payne–Hanek
+/// reduction that makes those doubles exact to 2^-100 is most of their cost; a float needs
+/// far less. Here, for |x| < 2^20, the reduction is Cody–Waite's in plain doubles
+/// (x - k P1 exact by Sterbenz's lemma for k != 0, x itself for k = 0; the two other steps
+/// round once each: |r - (x - k pi/2)| <= 2^-53) and the same sin_core / cos_core take r.
+/// Both doubles are within 2^-50 of sin x and cos x (the cores' error on |r| <= pi/4 is a
+/// few ulps), so they are within 2^-49 of each other, and for k = 0 they are the same
+/// operations on the same r (the cores are odd and even in their arithmetic). A lane's
+/// float is taken when every double within delta = 2^-42 |v| (+ 2^-42 for k != 0) of the
+/// value v rounds to it (Ziv's rounding test: v - delta and v + delta round to the same
+/// float; delta is 2^7 times the bound): then so does the exact path's double. Groups
+/// with a zero (whose sine keeps the sign of x, which sin_core's +0 tail would lose), a
+/// larger |x|, or a value too near a float rounding boundary (x near a multiple of pi/2)
+/// take sincos_group_finite.
+template <int L = sincos_lanes>
+KVQ_FORCEINLINE bool sincos_group_fast(const float* x, float* s, float* c) {
+  constexpr double shifter = 6755399441055744.0;  // 1.5 * 2^52
+  constexpr double two_over_pi = 0x1.45f306dc9c883p-1;
+  constexpr double rel = 0x1p-42;
+  std::uint32_t miss = 0;
+  for (int j = 0; j < L; ++j) {
+    const std::uint32_t a = bits(x[j]) & 0x7fffffffu;
+    miss |= static_cast<std::uint32_t>(a >= 0x49800000u) | static_cast<std::uint32_t>(a == 0u);  // |x| >= 2^20, x = 0
+  }
+  if (miss) return false;
+  double sv[L], cv[L], ab[L];
+  for (int j = 0; j < L; ++j) {
+    const double xd = static_cast<double>(x[j]);
+    const double qs = xd * two_over_pi + shifter;
+    const double kd = qs - shifter;
+    const std::uint64_t q = (bits(qs) - 0x4338000000000000ull) & 3u;
+    const double r = ((xd - kd * cw_pio2_1) - kd * cw_pio2_2) - kd * cw_pio2_3;
+    const double ss = sin_core(r, 0.0);
+    const double cc = cos_core(r, 0.0);
+    // q = 0: (sin, cos), 1: (cos, -sin), 2: (-sin, -cos), 3: (-cos, sin)
+    const std::uint64_t odd = 0u - (q & 1u);
+    const std::uint64_t s_neg = (q >> 1) << 63;
+    const std::uint64_t c_neg = ((q ^ (q >> 1)) & 1u) << 63;
+    sv[j] = double_from_bits(((bits(cc) & odd) | (bits(ss) & ~odd)) ^ s_neg);
+    cv[j] = double_from_bits(((bits(ss) & odd) | (bits(cc) & ~odd)) ^ c_neg);
+    ab[j] = double_from_bits(bits(rel) & (0u - static_cast<std::uint64_t>((bits(kd) << 1) != 0u)));  // 2^-42 for k != 0
+  }
+  for (int j = 0; j < L; ++j) {
+    const double ds = rel * double_from_bits(bits(sv[j]) & 0x7fffffffffffffffull) + ab[j];
+    const double dc = rel * double_from_bits(bits(cv[j]) & 0x7fffffffffffffffull) + ab[j];
+    miss |= bits(static_cast<float>(sv[j] - ds)) ^ bits(static_cast<float>(sv[j] + ds));
+    miss |= bits(static_cast<float>(cv[j] - dc)) ^ bits(static_cast<float>(cv[j] + dc));
+  }
+  if (miss) return false;
+  for (int j = 0; j < L; ++j) {
+    s[j] = static_cast<float>(sv[j]);
+    c[j] = static_cast<float>(cv[j]);
+  }
+  return true;
+}
+
+/// sincos of sincos_lanes floats (in may alias nothing written): the short road, else
+/// the exact group where all are finite, else the scalar function per float.
+KVQ_FORCEINLINE void sincos_group(const float* in, float* so, float* co) {
+  constexpr int L = sincos_lanes;
+  bool finite = true;
+  for (int j = 0; j < L; ++j) finite = finite & ((bits(in[j]) & 0x7f800000u) != 0x7f800000u);
+  if (finite) {
+    if (!sincos_group_fast(in, so, co)) sincos_group_finite(in, so, co);
+  } else {
+    for (int j = 0; j < L; ++j) sincos(in[j], so[j], co[j]);
+  }
+}
+
+/// sincos over an array: W floats per group on the short road (sincos_group_fast<W>), a
+/// group it refuses and the floats after the last whole group in groups of sincos_lanes
+/// (sincos_group), the rest one by one. Each group is read whole before it is written
+/// (s or c may be x).
+template <int W = sincos_lanes>
 KVQ_FORCEINLINE void sincos_n_body(const float* x, float* s, float* c, std::size_t n) {
   constexpr std::size_t L = sincos_lanes;
+  static_assert(W % sincos_lanes == 0, "whole groups of sincos_lanes");
   std::size_t i = 0;
+  for (; i + W <= n; i += W) {
+    float in[W], so[W], co[W];
+    for (int j = 0; j < W; ++j) in[j] = x[i + j];
+    if (W == static_cast<int>(L) || !sincos_group_fast<W>(in, so, co))
+      for (int j = 0; j < W; j += static_cast<int>(L)) sincos_group(in + j, so + j, co + j);
+    for (int j = 0; j < W; ++j) {
+      s[i + j] = so[j];
+      c[i + j] = co[j];
+    }
+  }
   for (; i + L <= n; i += L) {
     float in[L], so[L], co[L];
-    bool finite = true;
-    for (std::size_t j = 0; j < L; ++j) {
-      in[j] = x[i + j];
-      finite = finite & ((bits(in[j]) & 0x7f800000u) != 0x7f800000u);
-    }
-    if (finite) {
-      sincos_group_finite(in, so, co);
-    } else {
-      for (std::size_t j = 0; j < L; ++j) sincos(in[j], so[j], co[j]);
-    }
+    for (std::size_t j = 0; j < L; ++j) in[j] = x[i + j];
+    sincos_group(in, so, co);
     for (std::size_t j = 0; j < L; ++j) {
       s[i + j] = so[j];
       c[i + j] = co[j];
@@ -363,10 +447,19 @@ KVQ_FORCEINLINE void sincos_n_body(const float* x, float* s, float* c, std::size
   }
 }
 
+/// Floats per short-road group of the x86-64-v3 copy: wider groups overlap the
+/// polynomials' dependent chains (as normal_lanes_wide in kvq/inject/normal_array.hpp);
+/// 32 needs AVX-512's 32 vector registers.
+#if defined(__AVX512F__)
+constexpr int sincos_lanes_wide = 32;
+#else
+constexpr int sincos_lanes_wide = 16;
+#endif
+
 #if defined(KVQ_ISA_DISPATCH)
 /// sincos_n_body compiled for x86-64-v3 with FMA (two_prod writes fma; kvq/core/isa.hpp).
 KVQ_TARGET_X86_64_V3_FMA inline void sincos_n_x86_64_v3(const float* x, float* s, float* c, std::size_t n) {
-  sincos_n_body(x, s, c, n);
+  sincos_n_body<sincos_lanes_wide>(x, s, c, n);
 }
 #endif
 

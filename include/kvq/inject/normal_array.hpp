@@ -38,21 +38,31 @@ namespace kvq {
 namespace inject {
 namespace detail {
 
-/// Counters per group. 8: one run of 2^22 draws took 20.6 / 14.2 / 10.7 ns per value
-/// with 4 / 8 / 16 lanes under -march=native on an AVX-512 CPU and 27.2 / 16.3 / 17.1
-/// under -march=x86-64-v3 (the same values every time); 8 is near the best of both and
-/// keeps a device thread's lane arrays small.
+/// Counters per group of the portable copy (and a device thread): 8 keeps the lane arrays
+/// small.
 constexpr int normal_lanes = 8;
+
+/// Counters per group of the x86-64-v3 copy. A group is one long dependent chain (the
+/// log's series and double-double steps, then the cosine's), so wider groups give the
+/// core independent vector operations to overlap. One run of 2^22 draws on an AVX-512
+/// CPU (AMD EPYC): 17.4 / 13.1 / 9.3 ns per value with 8 / 16 / 32 lanes under
+/// -march=native, 29.6 / 20.3 / 20.5 under -march=x86-64-v3; 32 needs AVX-512's 32
+/// vector registers. The same values every time.
+#if defined(__AVX512F__)
+constexpr int normal_lanes_wide = 32;
+#else
+constexpr int normal_lanes_wide = 16;
+#endif
 
 // double(v) for an integer v <= 2^53, from bits (kvq/core/math_array.hpp).
 using kvq::math::detail::u53_to_double;
 
-/// The two factors of normal_double(philox_block(seed, stream, index0 + j)) for j <
-/// normal_lanes: rad[j] = -2 log(u1) (the square root's argument, >= 0) and cs[j] =
-/// cos(2 pi t); the draw is sqrt(rad[j]) * cs[j].
+/// The two factors of normal_double(philox_block(seed, stream, index0 + j)) for j < L:
+/// rad[j] = -2 log(u1) (the square root's argument, >= 0) and cs[j] = cos(2 pi t); the
+/// draw is sqrt(rad[j]) * cs[j].
+template <int L = normal_lanes>
 KVQ_HD KVQ_FORCEINLINE void normal_group_parts(std::uint64_t seed, std::uint64_t stream, std::uint64_t index0,
                                                double* rad, double* cs) {
-  constexpr int L = normal_lanes;
   namespace md = kvq::math::detail;
   // Philox-4x32-10, lane by lane (philox.hpp).
   std::uint32_t c0[L], c1[L], c2[L], c3[L];
@@ -166,19 +176,28 @@ KVQ_HD KVQ_FORCEINLINE void normal_groups(const counter_rng& rng, std::uint64_t 
 }
 
 #if defined(KVQ_ISA_DISPATCH)
-/// normal_groups compiled for x86-64-v3 with FMA (kvq/core/isa.hpp: math.hpp writes fma).
-/// The square roots as vector instructions (IEEE, correctly rounded: math::sqrt's bits);
-/// std::sqrt's errno path keeps the compiler from vectorising them.
+/// normal_group_parts of L counters from `first`, then sqrt(rad) * cs as vector
+/// instructions (IEEE, correctly rounded: math::sqrt's bits); std::sqrt's errno path keeps
+/// the compiler from vectorising them.
+template <int L>
+KVQ_TARGET_X86_64_V3_FMA KVQ_FORCEINLINE void normal_group_x86_64_v3(const counter_rng& rng, std::uint64_t first,
+                                                                     double* out) {
+  static_assert(L % 4 == 0, "whole 4-lane vectors");
+  alignas(32) double rad[L], cs[L];
+  normal_group_parts<L>(rng.seed, rng.stream, first, rad, cs);
+  for (int j = 0; j < L; j += 4)
+    _mm256_storeu_pd(out + j, _mm256_mul_pd(_mm256_sqrt_pd(_mm256_load_pd(rad + j)), _mm256_load_pd(cs + j)));
+}
+
+/// normal_groups compiled for x86-64-v3 with FMA (kvq/core/isa.hpp: math.hpp writes fma):
+/// groups of normal_lanes_wide counters, then of normal_lanes (count a multiple of
+/// normal_lanes).
 KVQ_TARGET_X86_64_V3_FMA inline void normal_groups_x86_64_v3(const counter_rng& rng, std::uint64_t first,
                                                              std::size_t count, double* out) {
-  static_assert(normal_lanes % 4 == 0, "whole 4-lane vectors");
-  constexpr std::size_t L = normal_lanes;
-  for (std::size_t i = 0; i < count; i += L) {
-    alignas(32) double rad[L], cs[L];
-    normal_group_parts(rng.seed, rng.stream, first + i, rad, cs);
-    for (std::size_t j = 0; j < L; j += 4)
-      _mm256_storeu_pd(out + i + j, _mm256_mul_pd(_mm256_sqrt_pd(_mm256_load_pd(rad + j)), _mm256_load_pd(cs + j)));
-  }
+  constexpr std::size_t W = normal_lanes_wide, L = normal_lanes;
+  std::size_t i = 0;
+  for (; i + W <= count; i += W) normal_group_x86_64_v3<normal_lanes_wide>(rng, first + i, out + i);
+  for (; i < count; i += L) normal_group_x86_64_v3<normal_lanes>(rng, first + i, out + i);
 }
 #endif
 

@@ -32,6 +32,7 @@
 #include <kvq/core/reduce.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/core/error.hpp>
+#include <kvq/core/huge_pages.hpp>
 #include <kvq/core/matrix.hpp>
 
 namespace kvq {
@@ -78,14 +79,37 @@ inline float lower_median_abs(const float* x, std::size_t n) {
   if (n == 0) return 0.0f;
   std::size_t rank = (n - 1) / 2;
   std::vector<std::size_t> count(std::size_t{1} << 16);
-  for (std::size_t i = 0; i < n; ++i) ++count[(kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu) >> 16];
+  {
+    // Four histograms, one per element modulo 4: near-equal values (most of a normal
+    // sample) then increment different counters, not one counter back to back.
+    std::vector<std::size_t> c4(std::size_t{4} << 16);
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      for (std::size_t j = 0; j < 4; ++j)
+        ++c4[(j << 16) | ((kvq::bit_cast<std::uint32_t>(x[i + j]) & 0x7FFFFFFFu) >> 16)];
+    for (; i < n; ++i) ++c4[(kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu) >> 16];
+    for (std::size_t b = 0; b < count.size(); ++b)
+      count[b] = (c4[b] + c4[b | (std::size_t{1} << 16)]) + (c4[b | (std::size_t{2} << 16)] + c4[b | (std::size_t{3} << 16)]);
+  }
   std::uint32_t hi = 0;
   while (rank >= count[hi]) rank -= count[hi++];
   std::fill(count.begin(), count.end(), std::size_t{0});
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t b = kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu;
-    if ((b >> 16) == hi) ++count[b & 0xFFFFu];
+  auto count_low = [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      const std::uint32_t b = kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu;
+      if ((b >> 16) == hi) ++count[b & 0xFFFFu];
+    }
+  };
+  // One bin holds a small share of the elements: a branch-free test of 16 at a time
+  // (vector compares) skips the runs that hold none.
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    std::uint32_t any = 0;
+    for (std::size_t j = 0; j < 16; ++j)
+      any |= static_cast<std::uint32_t>(((kvq::bit_cast<std::uint32_t>(x[i + j]) & 0x7FFFFFFFu) >> 16) == hi);
+    if (any) count_low(i, i + 16);
   }
+  count_low(i, n);
   std::uint32_t lo = 0;
   while (rank >= count[lo]) rank -= count[lo++];
   return kvq::bit_cast<float>((hi << 16) | lo);
@@ -596,7 +620,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
   std::vector<double> bg_max(nn), bg_mean(nn);
   {
     std::vector<float> qb(batch * d);
-    std::vector<double> dots(batch * n);
+    std::vector<double> dots;  // batch * n, allocated for the first batch the screen left
     // Without the means, needles whose margins are all over the maximum take it from
     // approximate dot products within a proven bound (kvq/core/dot_bound.hpp), 64 needles
     // per pass over K: the largest logit is attained only by keys whose approximation is
@@ -609,11 +633,11 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
     for (const needle_spec& s : c.needles) all_max = all_max && s.relative_to_max;
     if (all_max && nn > 0) {
       const std::size_t sb = 64;  // a multiple of batch: a batch left over is whole below
-      double kmax = 0;
-      for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, reduce::norm_upper(K.data() + t * d, d));
+      const double kmax = reduce::rows_norm_upper(K.data(), n, d, d);
       const reduce::dot_bound eb = reduce::dot_bound_of<double>(d);
       // With keep_screen every needle's row stays (in rec.screen, kept when all are done).
-      std::vector<float> qs(sb * d), approx((c.keep_screen ? nn : std::min(sb, nn)) * n);
+      std::vector<float> qs(sb * d);
+      std::vector<float> approx = kvq::detail::huge_vector<float>((c.keep_screen ? nn : std::min(sb, nn)) * n);
       for (std::size_t i0 = 0; i0 < nn; i0 += sb) {
         const std::size_t b = std::min(sb, nn - i0);
         for (std::size_t i = 0; i < b; ++i) {
@@ -663,6 +687,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
       bool all_done = true;
       for (std::size_t i = 0; i < b; ++i) all_done = all_done && done[i0 + i];
       if (all_done) continue;
+      kvq::detail::resize_huge(dots, batch * n);
       reduce::tree_dot_block<double>(qb.data(), d, b, K.data(), d, n, d, dots.data(), n);
       for (std::size_t i = 0; i < b; ++i) {
         const double* dt = dots.data() + i * n;

@@ -140,9 +140,7 @@ inline std::size_t span_rank(const double* p, std::size_t n, const std::vector<s
 /// batches of queries on it.
 inline double key_norm_bound(const matrix_f& K) {
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
-  double kmax = 0;
-  for (std::size_t t = 0; t < n; ++t) kmax = std::max(kmax, kvq::reduce::norm_upper(K.data() + t * d, d));
-  return kmax;
+  return kvq::reduce::rows_norm_upper(K.data(), n, d, d);
 }
 
 namespace detail {
@@ -329,12 +327,7 @@ inline std::vector<double> key_distance_bounds(const matrix_f& K, const matrix_f
                       kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("Kh", Kh));
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   std::vector<double> dist(n);
-  double m = 0;
-  for (std::size_t t = 0; t < n; ++t) {
-    const float* kh = Kh.data() + t * d;
-    if (khmax) m = std::max(m, kvq::reduce::norm_upper(kh, d));
-    dist[t] = kvq::reduce::distance_upper(K.data() + t * d, kh, d);
-  }
+  const double m = kvq::reduce::rows_distance_upper(K.data(), Kh.data(), n, d, d, dist.data());
   if (khmax) *khmax = m;
   return dist;
 }
