@@ -153,3 +153,36 @@ TEST_CASE("user schemes register once and resolve by name", "[registry][quick]")
   CHECK_THROWS_WITH(kvq::kv::format_of(s), Catch::Contains("without a kvq storage format"));
   CHECK_THROWS_WITH(kvq::kv::uniform_policy(s), Catch::Contains("without a kvq storage format"));
 }
+
+TEST_CASE("every built-in scheme's round trip is one store's: every row appended at once, then dequantized",
+          "[registry][quick]") {
+  // The round trip takes formats with independent rows a chunk of rows at a time; the
+  // oracle here is the store itself holding the whole tensor. 700 rows: two whole chunks
+  // and a partial one; rows far apart in magnitude so that the tensor value matters.
+  const std::size_t n = 700, d = 64;
+  auto x = random_rows(n, d, 11);
+  for (std::size_t t = 0; t < n; t += 97)
+    for (std::size_t j = 0; j < d; ++j) x[t * d + j] *= 300.0f;
+  std::vector<float> out(n * d), want(n * d);
+  std::size_t checked = 0;
+  for (const std::string& name : kvq::kv::scheme_names()) {
+    const kvq::kv::scheme& s = kvq::kv::find_scheme(name);
+    if (s.name != name || !s.format) continue;  // aliases; user schemes have no format
+    for (kv_role role : {kv_role::key, kv_role::value}) {
+      INFO(name << (role == kv_role::key ? " keys" : " values"));
+      float tv = 1.0f;
+      if (kvq::kv::has_tensor_value(*s.format) && s.rule != kvq::kv::tensor_rule::unit)
+        tv = kvq::kv::detail::rule_tensor_value(
+            *s.format, s.rule,
+            kvq::block::tensor_amax(x.data(), x.size(), kvq::kv::tensor_amax_rule(*s.format)), role);
+      auto st = kvq::kv::make_row_store(*s.format, role, d, tv);
+      st->append(x.data(), n);
+      st->dequantize(want.data());
+      std::fill(out.begin(), out.end(), -1.0f);
+      s.round_trip(role, x.data(), out.data(), n, d);
+      REQUIRE(same_bits(out.data(), want.data(), out.size()));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 40);
+}

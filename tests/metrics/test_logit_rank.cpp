@@ -266,4 +266,24 @@ TEST_CASE("span_rank_screened: edge cases give span_rank_from_logits' result or 
   CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 3, std::nan(""), s1, 1, exact) == 0);
   CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 0, 0.1, s1, 1, exact) == 0);
   CHECK(kvq::metrics::span_rank_screened<float>(c.data(), 3, 0.1, s1, 0, exact) == 0);
+  // A non-finite approximation anywhere in a longer row (the lane loops and the tail), in
+  // float and double: undecided; the same row made finite is decided.
+  for (std::size_t at : {0u, 5u, 16u, 37u, 39u})
+    for (int kind = 0; kind < 3; ++kind) {
+      std::vector<float> f(40);
+      std::vector<double> g(40);
+      for (std::size_t u = 0; u < 40; ++u) g[u] = f[u] = -static_cast<float>(u % 7);
+      const std::size_t s2[] = {at == 0 ? std::size_t{1} : std::size_t{0}};
+      const auto fx = [&](std::size_t u) { return f[u]; };
+      const auto gx = [&](std::size_t u) { return g[u]; };
+      INFO("at " << at << ", kind " << kind);
+      CHECK(kvq::metrics::span_rank_screened<float>(f.data(), 40, 0.01, s2, 1, fx) != 0);
+      CHECK(kvq::metrics::span_rank_screened<double>(g.data(), 40, 0.01, s2, 1, gx) != 0);
+      const double v = kind == 0 ? std::numeric_limits<double>::infinity()
+                                 : kind == 1 ? -std::numeric_limits<double>::infinity() : std::nan("");
+      f[at] = static_cast<float>(v);
+      g[at] = v;
+      CHECK(kvq::metrics::span_rank_screened<float>(f.data(), 40, 0.01, s2, 1, fx) == 0);
+      CHECK(kvq::metrics::span_rank_screened<double>(g.data(), 40, 0.01, s2, 1, gx) == 0);
+    }
 }

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kvq/core/bits.hpp>
@@ -113,6 +114,20 @@ inline float lower_median_abs(const float* x, std::size_t n) {
   std::uint32_t lo = 0;
   while (rank >= count[lo]) rank -= count[lo++];
   return kvq::bit_cast<float>((hi << 16) | lo);
+}
+
+/// The largest of n >= 1 finite floats, in 8 lanes (the largest of a set: any order
+/// gives it).
+inline float max_finite(const float* a, std::size_t n) {
+  float m8[8];
+  for (int j = 0; j < 8; ++j) m8[j] = a[0];
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) m8[j] = a[i + j] > m8[j] ? a[i + j] : m8[j];
+  for (; i < n; ++i) m8[0] = a[i] > m8[0] ? a[i] : m8[0];
+  float m = m8[0];
+  for (int j = 1; j < 8; ++j) m = m8[j] > m ? m8[j] : m;
+  return m;
 }
 
 inline double median_abs(const matrix_f& m) {
@@ -611,6 +626,18 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
       kvq::detail::fail(where, "needle query " + std::to_string(s.query) + " row " + std::to_string(s.row) + " does not exist");
     for (std::size_t t = s.position; t < s.position + s.length; ++t) skip[t] = true;
   }
+  // The background (tokens not skipped) as runs [first, second) of consecutive tokens,
+  // for the scans of the screened path below.
+  std::vector<std::pair<std::size_t, std::size_t>> background;
+  for (std::size_t t = 0; t < n;) {
+    if (skip[t]) {
+      ++t;
+      continue;
+    }
+    const std::size_t t0 = t;
+    while (t < n && !skip[t]) ++t;
+    background.emplace_back(t0, t);
+  }
   const double rs = math::sqrt(static_cast<double>(d));
   // Background statistics of every needle's query, taken before any injection: the
   // injection only changes span keys, which are never background, so they are what the
@@ -648,27 +675,35 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
         // The float sums exactly (scale 1): within eb of the double tree dots.
         float* const ab = approx.data() + (c.keep_screen ? i0 * n : 0);
         reduce::dot_screen_block<float>(qs.data(), d, b, K.data(), d, n, d, ab, n);
-        bool finite = true;
-        for (std::size_t j = 0; j < b * n; ++j) finite = finite & (ab[j] - ab[j] == 0.0f);
-        if (!finite) continue;
+        std::uint32_t nonfinite = 0;  // by the exponent bits: a loop of vector integer ops
+        for (std::size_t j = 0; j < b * n; ++j)
+          nonfinite |= static_cast<std::uint32_t>((kvq::bit_cast<std::uint32_t>(ab[j]) & 0x7F800000u) == 0x7F800000u);
+        if (nonfinite) continue;
         for (std::size_t i = 0; i < b; ++i) {
           const float* a = ab + i * n;
           const double err = eb(reduce::norm_upper(qs.data() + i * d, d) * kmax);
           if (!(err < math::detail::inf_d())) break;
+          if (background.empty()) kvq::detail::fail(where, "no background tokens left");
           double amax = -math::detail::inf_d();
-          std::size_t cnt = 0;
-          for (std::size_t t = 0; t < n; ++t) {
-            if (skip[t]) continue;
-            amax = std::max(amax, static_cast<double>(a[t]));
-            ++cnt;
-          }
-          if (cnt == 0) kvq::detail::fail(where, "no background tokens left");
+          for (const auto& r : background) amax = std::max(amax, static_cast<double>(detail::max_finite(a + r.first, r.second - r.first)));
           // 3 err and 2^-40 of the magnitudes: err twice, and the rounding of this difference.
           const double cut = amax - 3.0 * err - 0x1p-40 * (std::fabs(amax) + err);
           double mx = -math::detail::inf_d();
-          for (std::size_t t = 0; t < n; ++t) {
-            if (skip[t] || static_cast<double>(a[t]) < cut) continue;
-            mx = std::max(mx, reduce::tree_dot<double>(qs.data() + i * d, K.data() + t * d, d) / rs);  // detail::logit
+          const auto exact_max = [&](std::size_t t0, std::size_t t1) {
+            for (std::size_t t = t0; t < t1; ++t) {
+              if (static_cast<double>(a[t]) < cut) continue;
+              mx = std::max(mx, reduce::tree_dot<double>(qs.data() + i * d, K.data() + t * d, d) / rs);  // detail::logit
+            }
+          };
+          for (const auto& r : background) {
+            // Runs of 16 with no approximation at the cut (vector compares) are passed over.
+            std::size_t t = r.first;
+            for (; t + 16 <= r.second; t += 16) {
+              std::uint32_t any = 0;
+              for (std::size_t j = 0; j < 16; ++j) any |= static_cast<std::uint32_t>(static_cast<double>(a[t + j]) >= cut);
+              if (any) exact_max(t, t + 16);
+            }
+            exact_max(t, r.second);
           }
           bg_max[i0 + i] = mx;
           bg_mean[i0 + i] = math::detail::nan_d();

@@ -35,10 +35,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
+#include <kvq/core/bits.hpp>
 #include <kvq/core/math.hpp>
 
 namespace kvq::metrics {
@@ -151,21 +153,30 @@ inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err
   static_assert(std::is_same<T, float>::value || std::is_same<T, double>::value, "float or double logits");
   if (n == 0 || span_len == 0 || !(err >= 0.0 && err < math::detail::inf_d())) return 0;
   // The largest approximation, in 8 lanes; a - a == 0 fails for inf and NaN.
+  // Not finite: all exponent bits set (an integer test, which vectorises where a bool
+  // reduction of float compares does not).
+  using U = std::conditional_t<sizeof(A) == 4, std::uint32_t, std::uint64_t>;
+  constexpr U exp_mask = sizeof(A) == 4 ? U(0x7F800000u) : U(0x7FF0000000000000ull);
   A amax8[8];
-  for (int j = 0; j < 8; ++j) amax8[j] = approx[0];
-  bool finite = true;
+  U nonfinite8[8];  // all ones in a lane that saw a non-finite value
+  for (int j = 0; j < 8; ++j) {
+    amax8[j] = approx[0];
+    nonfinite8[j] = 0;
+  }
   std::size_t u = 0;
   for (; u + 8 <= n; u += 8)
     for (std::size_t j = 0; j < 8; ++j) {
       const A a = approx[u + j];
-      finite = finite & (a - a == A(0));
+      nonfinite8[j] |= U(0) - static_cast<U>((kvq::bit_cast<U>(a) & exp_mask) == exp_mask);
       amax8[j] = a > amax8[j] ? a : amax8[j];
     }
   for (; u < n; ++u) {
-    finite = finite & (approx[u] - approx[u] == A(0));
+    nonfinite8[0] |= U(0) - static_cast<U>((kvq::bit_cast<U>(approx[u]) & exp_mask) == exp_mask);
     amax8[0] = approx[u] > amax8[0] ? approx[u] : amax8[0];
   }
-  if (!finite) return 0;
+  U nonfinite = 0;
+  for (int j = 0; j < 8; ++j) nonfinite |= nonfinite8[j];
+  if (nonfinite) return 0;
   double amax = static_cast<double>(amax8[0]);
   for (int j = 1; j < 8; ++j) amax = std::max(amax, static_cast<double>(amax8[j]));
   // The span keys' exact logits, and the widest margin any of them can have:
@@ -201,14 +212,14 @@ inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err
     }
     open.push_back(v);
   };
-  // Groups of 8 with no approximation at the cut (a vector compare; the cut rounded down
+  // Groups of 16 with no approximation at the cut (a vector compare; the cut rounded down
   // to A, so no key at or above it is skipped) are passed over whole.
   const A cut_a = detail::lower_bound_in<A>(cut);
-  for (u = 0; u + 8 <= n; u += 8) {
-    bool any = false;
-    for (std::size_t j = 0; j < 8; ++j) any = any | (approx[u + j] >= cut_a);
+  for (u = 0; u + 16 <= n; u += 16) {
+    std::uint32_t any = 0;
+    for (std::size_t j = 0; j < 16; ++j) any |= static_cast<std::uint32_t>(approx[u + j] >= cut_a);
     if (!any) continue;
-    for (std::size_t j = 0; j < 8; ++j) visit(u + j);
+    for (std::size_t j = 0; j < 16; ++j) visit(u + j);
   }
   for (; u < n; ++u) visit(u);
   // m as span_rank_from_logits takes it (the first of the largest, in index order).
