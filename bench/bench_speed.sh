@@ -18,8 +18,10 @@
 #   1. studies: citations (--contexts 32k --seeds 1, 64 and 256 queries) and the outliers
 #      default grid, one thread, CPU seconds (user + system, GNU time) of --old and --kvq,
 #      the ratio old/new, and whether the two CSVs are byte-identical; the citations
-#      grids (under a second new) run 3 times each, old and new taking turns, and the
-#      least CPU time of each side counts (a shared machine's pauses only add time)
+#      grids (under a second new) run 5 times each, old and new taking turns, and the
+#      least CPU time of each side counts (a shared machine's pauses only add time: on
+#      the 2-core VM the system time of one new 64-query run moved between 0.00 and
+#      0.09 s, fresh pages of the host, with the user time at 0.08-0.11)
 #   2. block quantization against memcpy (kvq_bench_block, one core pinned where taskset
 #      works), with the largest quantize / memcpy ratio over the recipes
 #   3. the fast MMA model against the exact one (kvq_bench_mma; it checks the bits first)
@@ -95,7 +97,7 @@ for g in "${grids[@]}"; do
   name=${g%%|*}
   read -r -a args <<<"${g#*|}"
   reps=1
-  [[ $name == citations* ]] && (( ! QUICK )) && reps=3
+  [[ $name == citations* ]] && (( ! QUICK )) && reps=5
   new=$(cpu_s new "$name" "${args[@]}")
   [[ -n $OLD ]] && old=$(cpu_s old "$name" "${args[@]}")
   for ((r = 1; r < reps; ++r)); do

@@ -39,7 +39,6 @@
 #include <kvq/study/schemes.hpp>
 #include <kvq/study/stats.hpp>
 
-#include <kvq/core/huge_pages.hpp>
 #include <kvq/core/math.hpp>
 #include <kvq/core/parallel.hpp>
 #include <kvq/core/reduce.hpp>
@@ -233,7 +232,6 @@ study_def definition() {
       const unsigned workers = static_cast<unsigned>(std::min<std::size_t>(inner, NP));
       kvq::detail::parallel_tasks("kvq::study::citations", workers, workers, [&](std::size_t w) {
         matrix_f Kh(K.rows(), K.cols());
-        kvq::detail::advise_huge_pages(Kh.data(), static_cast<std::size_t>(Kh.size()) * sizeof(float));
         std::vector<float> s, s_row(n);
         std::vector<double> p_row(n);
         for (std::size_t pi = w; pi < NP; pi += workers) {
@@ -244,7 +242,7 @@ study_def definition() {
           if (lab::span_ranks_fp32_from_screen(Q.data(), screen, Kh, khmax, dist, spans.data(), s_row.data(),
                                                p_row.data(), emu_rank[pi].data()))
             continue;
-          kvq::detail::resize_huge(s, B * n);
+          s.resize(B * n);
           for (std::size_t q0 = 0; q0 < nq; q0 += B) {
             const std::size_t b = std::min(B, nq - q0);
             lab::span_ranks_fp32_batch(&Q(static_cast<Eigen::Index>(q0), 0), b, Kh, scale, &spans[q0], s.data(),

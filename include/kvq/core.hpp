@@ -17,7 +17,6 @@
 #include <kvq/core/error.hpp>
 #include <kvq/core/input_file.hpp>
 #include <kvq/core/parallel.hpp>
-#include <kvq/core/huge_pages.hpp>
 #include <kvq/core/isa.hpp>
 #include <kvq/core/atomic_file.hpp>
 

@@ -21,7 +21,6 @@
 #include <kvq/inject/normal_array.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/core/error.hpp>
-#include <kvq/core/huge_pages.hpp>
 #include <kvq/core/matrix.hpp>
 
 namespace kvq {
@@ -33,7 +32,6 @@ inline void fill_normal(matrix_f& m, const counter_rng& rng, double mean = 0.0, 
                         unsigned threads = 1) {
   const std::size_t rows = static_cast<std::size_t>(m.rows());
   const std::size_t cols = static_cast<std::size_t>(m.cols());
-  kvq::detail::advise_huge_pages(m.data(), rows * cols * sizeof(float));  // before the first write
   auto work = [&](std::size_t r0, std::size_t r1) {
     // Draw i * cols + j of the stream, several counters per instruction (normal_array.hpp:
     // the bits of rng.normal_double, counter by counter).

@@ -33,7 +33,6 @@
 #include <kvq/core/reduce.hpp>
 #include <kvq/inject/random.hpp>
 #include <kvq/core/error.hpp>
-#include <kvq/core/huge_pages.hpp>
 #include <kvq/core/matrix.hpp>
 
 namespace kvq {
@@ -664,7 +663,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
       const reduce::dot_bound eb = reduce::dot_bound_of<double>(d);
       // With keep_screen every needle's row stays (in rec.screen, kept when all are done).
       std::vector<float> qs(sb * d);
-      std::vector<float> approx = kvq::detail::huge_vector<float>((c.keep_screen ? nn : std::min(sb, nn)) * n);
+      std::vector<float> approx((c.keep_screen ? nn : std::min(sb, nn)) * n);
       for (std::size_t i0 = 0; i0 < nn; i0 += sb) {
         const std::size_t b = std::min(sb, nn - i0);
         for (std::size_t i = 0; i < b; ++i) {
@@ -722,7 +721,7 @@ inline needle_record inject_needles(const std::vector<matrix_f*>& queries, matri
       bool all_done = true;
       for (std::size_t i = 0; i < b; ++i) all_done = all_done && done[i0 + i];
       if (all_done) continue;
-      kvq::detail::resize_huge(dots, batch * n);
+      dots.resize(batch * n);
       reduce::tree_dot_block<double>(qb.data(), d, b, K.data(), d, n, d, dots.data(), n);
       for (std::size_t i = 0; i < b; ++i) {
         const double* dt = dots.data() + i * n;

@@ -33,7 +33,6 @@
 
 #include <kvq/block.hpp>
 #include <kvq/core/error.hpp>
-#include <kvq/core/huge_pages.hpp>
 
 namespace kvq {
 namespace kv {
@@ -158,7 +157,7 @@ class plain_row_store final : public row_store {
     } else {
       // One loop per format over a sized array (no push_back): bf16's loop vectorises.
       const std::size_t old = h_.size();
-      kvq::detail::resize_huge(h_, old + m);  // a whole context in one append: huge pages
+      h_.resize(old + m);
       std::uint16_t* h = h_.data() + old;
       if (f_ == hp_format::bf16)
         for (std::size_t i = 0; i < m; ++i) h[i] = float_to_bf16_rn(rows[i]);
@@ -219,7 +218,7 @@ class block_row_store final : public row_store {
       throw std::invalid_argument(std::string("kvq::kv::block_row_store(") + S::name + ")::append: rows is null");
     const block::buffer_sizes z = block::sizes_of(s_, m);
     const std::size_t c0 = codes_.size(), s0 = scales_.size(), z0 = zeros_.size();
-    kvq::detail::resize_huge(codes_, c0 + z.code_bytes);  // a whole context in one append: huge pages
+    codes_.resize(c0 + z.code_bytes);
     scales_.resize(s0 + z.scales);
     zeros_.resize(z0 + z.zeros);
     const block::quantize_block_fn<S, block::f32_input> f{s_, S::prepare(tv_), rows, codes_.data() + c0,
