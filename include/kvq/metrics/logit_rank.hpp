@@ -144,9 +144,11 @@ inline std::size_t span_rank_from_logits(const T* x, std::size_t n, const std::s
 /// (a T subtraction errs by at most 2^-24 relatively in the normal range, which every
 /// value above the margin is in). Every key left out of the exact computation has
 /// approx[u] + err that far below x_t, or approx[u] - err that far above it (and cannot
-/// hold the largest logit); the others take their exact logit and the test itself. The thresholds are computed in double with slack (3 err instead of 2, 1 + 2^-10
-/// instead of 1 + 2^-20) far above their own rounding. tests/metrics/test_logit_rank.cpp
-/// compares both on random approximations around random, tied and one-ulp-apart logits.
+/// hold the largest logit); the others take their exact logit and the test itself. The
+/// thresholds are computed in double with slack (err and 2 err widened by 2^-10, 1 + 2^-10
+/// instead of 1 + 2^-20, and 2^-40 of the magnitudes) far above their own rounding.
+/// tests/metrics/test_logit_rank.cpp compares both on random approximations around random,
+/// tied and one-ulp-apart logits, at the bound's edges too.
 template <class T, class A, class Exact>
 inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err, const std::size_t* span,
                                       std::size_t span_len, Exact&& exact) {
@@ -195,10 +197,15 @@ inline std::size_t span_rank_screened(const A* approx, std::size_t n, double err
   // (approx >= mcut) and those neither surely behind the ranked key (approx < cut) nor
   // surely ahead of it (approx >= ahead_cut: counted without their logits).
   // The ranked key has the largest span logit within wide_max (checked below), so keys
-  // 2 wide_max below the largest are behind it. slack: err and the roundings of these sums.
-  const double slack = 3.0 * err + 0x1p-40 * (std::fabs(amax) + std::fabs(static_cast<double>(xmax)) +
-                                              std::fabs(static_cast<double>(xmin)) + err);
-  const double mcut = amax - slack;
+  // 2 wide_max below the largest are behind it. A key's logit is within err of its
+  // approximation, the largest logit at least max(approx) - err: one err apart from the
+  // span's exact logits, two from the largest approximation, each widened by 2^-10 and
+  // by `round`, far above the roundings of these sums. (The window around the span is
+  // what the screen's cost scales with: 3 err on both sides opened three times the keys.)
+  const double round = 0x1p-40 * (std::fabs(amax) + std::fabs(static_cast<double>(xmax)) +
+                                  std::fabs(static_cast<double>(xmin)) + err);
+  const double slack = err * (1.0 + 0x1p-10) + round;
+  const double mcut = amax - 2.0 * err * (1.0 + 0x1p-10) - round;
   const double cut = std::min(mcut, static_cast<double>(xmax) - 2.0 * wide_max - slack);
   const double ahead_cut = static_cast<double>(xmax) + wide_max + slack;
   std::vector<std::size_t> open;

@@ -242,12 +242,17 @@ inline void span_ranks_from_approx(const float* q, std::size_t b, std::size_t n,
   if (!forced.empty() && (!std::is_same<T, A>::value || row == nullptr))
     kvq::detail::fail("kvq::study::lab::span_ranks_from_approx",
                       "forced keys need approximations of the logit type and a scratch row");
+  std::vector<T> fx(forced.size());
   for (std::size_t v = 0; v < b; ++v) {
     const float* qv = q + v * d;
     const A* xv = x + v * n;
     if (row != nullptr && !forced.empty()) {
       std::copy(xv, xv + n, row);
-      for (std::size_t u : forced) row[u] = static_cast<A>(exact(qv, u));
+      if constexpr (std::is_invocable_v<Exact&, const float*, const std::size_t*, std::size_t, T*>)
+        exact(qv, forced.data(), forced.size(), fx.data());  // all at once where `exact` can
+      else
+        for (std::size_t i = 0; i < forced.size(); ++i) fx[i] = exact(qv, forced[i]);
+      for (std::size_t i = 0; i < forced.size(); ++i) row[forced[i]] = static_cast<A>(fx[i]);
       xv = row;
     }
     const exact_of<T, Exact> ex{exact, qv};
