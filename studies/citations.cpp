@@ -236,9 +236,8 @@ study_def definition() {
         std::vector<double> p_row(n);
         for (std::size_t pi = w; pi < NP; pi += workers) {
           const scheme_spec& sch = scheme_named(passes[pi]);
-          sch.round_trip(kv_role::key, K.data(), Kh.data(), n, hd);
           double khmax = 0;
-          const std::vector<double> dist = lab::key_distance_bounds(K, Kh, &khmax);
+          const std::vector<double> dist = lab::round_trip_keys(sch, K, Kh, &khmax);
           if (lab::span_ranks_fp32_from_screen(Q.data(), screen, Kh, khmax, dist, spans.data(), s_row.data(),
                                                p_row.data(), emu_rank[pi].data()))
             continue;

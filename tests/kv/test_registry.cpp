@@ -9,6 +9,7 @@
 #include <cstring>
 #include <set>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -181,8 +182,44 @@ TEST_CASE("every built-in scheme's round trip is one store's: every row appended
       std::fill(out.begin(), out.end(), -1.0f);
       s.round_trip(role, x.data(), out.data(), n, d);
       REQUIRE(same_bits(out.data(), want.data(), out.size()));
+      // round_trip_rows: the same rows, and each range final when announced (compared
+      // then), the ranges consecutive from row 0 to the last.
+      std::fill(out.begin(), out.end(), -1.0f);
+      std::size_t next = 0, ranges = 0;
+      kvq::kv::round_trip_rows(s, role, x.data(), out.data(), n, d, [&](std::size_t first, std::size_t count) {
+        REQUIRE(first == next);
+        REQUIRE(count > 0);
+        REQUIRE(same_bits(out.data() + first * d, want.data() + first * d, count * d));
+        next = first + count;
+        ++ranges;
+      });
+      CHECK(next == n);
+      CHECK(same_bits(out.data(), want.data(), out.size()));
+      // One range per 256 rows where rows are independent; KIVI's store takes them all.
+      CHECK(ranges == (s.grouping(kv_role::key) == kvq::kv::scale_grouping::channel ? 1u : 3u));
       ++checked;
     }
   }
   CHECK(checked >= 40);
+}
+
+TEST_CASE("round_trip_rows serves a user scheme with one range after its round trip", "[registry][quick]") {
+  auto scale = [](kv_role, const float* in, float* out, std::size_t n, std::size_t d) {
+    for (std::size_t i = 0; i < n * d; ++i) out[i] = in[i] * 4.0f;
+  };
+  const kvq::kv::scheme s =
+      kvq::kv::make_scheme("test_times_four", "x times 4", [](std::size_t) { return 32.0; }, scale);
+  CHECK(!s.round_trip_in_rows);
+  const std::vector<float> in = {1, 2, 3, 4, 5, 6};
+  std::vector<float> out(6, 0.0f);
+  std::vector<std::pair<std::size_t, std::size_t>> seen;
+  kvq::kv::round_trip_rows(s, kv_role::value, in.data(), out.data(), 3, 2, [&](std::size_t first, std::size_t count) {
+    seen.emplace_back(first, count);
+    CHECK(out[5] == 24.0f);  // written before the call
+  });
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == std::make_pair(std::size_t{0}, std::size_t{3}));
+  kvq::kv::round_trip_rows(s, kv_role::value, in.data(), out.data(), 0, 2, [&](std::size_t, std::size_t) {
+    FAIL("no rows, no range");
+  });
 }

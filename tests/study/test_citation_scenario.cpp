@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -182,6 +183,19 @@ TEST_CASE("the span ranks from one shared screen equal span_rank of the weights"
   const std::vector<double> dist = kvq::study::lab::key_distance_bounds(K, Kh, &khmax);
   CHECK(khmax == kvq::study::lab::key_norm_bound(Kh));
   for (std::size_t r : moved) CHECK(dist[r] > 10 * dist[1]);
+  // round_trip_keys: a scheme's round trip with the same distances, range by range.
+  for (const char* name : {"fp8_e4m3", "nvfp4_te", "kivi_int4"}) {
+    INFO(name);
+    const auto& s = kvq::study::scheme_named(name);
+    kvq::matrix_f Kr(K.rows(), K.cols()), Kw(K.rows(), K.cols());
+    double rmax = -1, wmax = -1;
+    const std::vector<double> rdist = kvq::study::lab::round_trip_keys(s, K, Kr, &rmax);
+    s.round_trip(kvq::kv::kv_role::key, K.data(), Kw.data(), static_cast<std::size_t>(K.rows()),
+                 static_cast<std::size_t>(K.cols()));
+    CHECK(std::memcmp(Kr.data(), Kw.data(), sizeof(float) * static_cast<std::size_t>(K.size())) == 0);
+    CHECK(rdist == kvq::study::lab::key_distance_bounds(K, Kw, &wmax));
+    CHECK(rmax == wmax);
+  }
   kvq::study::lab::weights_fp32_batch(Q.data(), nq, Kh, scale, sw.data(), pw.data());
   for (const kvq::study::lab::logit_screen* scr : {&direct, &from_needles}) {
     std::vector<std::size_t> ranks(nq, 0);

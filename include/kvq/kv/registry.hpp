@@ -92,6 +92,16 @@ struct scheme {
   std::function<scale_grouping(kv_role)> grouping;
   /// out = dequantize(quantize(in)) for one head: tokens x head_dim row-major.
   std::function<void(kv_role, const float* in, float* out, std::size_t tokens, std::size_t head_dim)> round_trip;
+  /// Called by round_trip_rows with each range of rows [first, first + count) of `out` as
+  /// soon as they hold their final values.
+  using rows_done = std::function<void(std::size_t first, std::size_t count)>;
+  /// round_trip with rows_done called on consecutive ranges that cover every row once, in
+  /// increasing order, each right after the round trip wrote it (still in cache): a
+  /// caller's pass over in and out rides along (the built-in schemes; empty for user
+  /// schemes, which kv::round_trip_rows serves with one range after round_trip).
+  std::function<void(kv_role, const float* in, float* out, std::size_t tokens, std::size_t head_dim,
+                     const rows_done& done)>
+      round_trip_in_rows;
 
   /// Throws std::invalid_argument unless head_dim suits the scheme.
   void check_head_dim(std::size_t head_dim) const {
@@ -158,7 +168,7 @@ constexpr std::size_t round_trip_chunk_tokens = 256;
 /// The round trip through the store the format's cache uses (the bits of one store
 /// holding every row, appended at once and dequantized).
 inline void store_round_trip(const kv_format& f, tensor_rule rule, kv_role role, const float* in, float* out,
-                             std::size_t tokens, std::size_t head_dim) {
+                             std::size_t tokens, std::size_t head_dim, const scheme::rows_done* done = nullptr) {
   if (tokens == 0) return;
   if (in == nullptr || out == nullptr) throw std::invalid_argument("kvq::kv::scheme round trip: null buffer");
   // Checked before the tensor amax reads tokens x head_dim values: a wrapped product
@@ -186,6 +196,7 @@ inline void store_round_trip(const kv_format& f, tensor_rule rule, kv_role role,
     std::unique_ptr<row_store> st = make_row_store(f, role, head_dim, tv);
     st->append(in + t0 * head_dim, m);
     st->dequantize(out + t0 * head_dim);
+    if (done) (*done)(t0, m);
   }
 }
 
@@ -208,7 +219,25 @@ inline scheme make_scheme(std::string name, std::string description, kv_format f
   s.round_trip = [f, r](kv_role role, const float* in, float* out, std::size_t n, std::size_t d) {
     detail::store_round_trip(f, r, role, in, out, n, d);
   };
+  s.round_trip_in_rows = [f, r](kv_role role, const float* in, float* out, std::size_t n, std::size_t d,
+                                const scheme::rows_done& done) {
+    detail::store_round_trip(f, r, role, in, out, n, d, &done);
+  };
   return s;
+}
+
+/// s.round_trip(role, in, out, tokens, head_dim), calling done(first, count) on ranges of
+/// finished rows that cover [0, tokens) once, in increasing order (scheme::round_trip_in_rows
+/// where the scheme has it: chunks of round_trip_chunk_tokens rows for the formats with
+/// independent rows; else one range after the whole round trip). The same out either way.
+inline void round_trip_rows(const scheme& s, kv_role role, const float* in, float* out, std::size_t tokens,
+                            std::size_t head_dim, const scheme::rows_done& done) {
+  if (s.round_trip_in_rows) {
+    s.round_trip_in_rows(role, in, out, tokens, head_dim, done);
+    return;
+  }
+  s.round_trip(role, in, out, tokens, head_dim);
+  if (tokens > 0) done(0, tokens);
 }
 
 /// A user scheme from two callables: stored bits per value (of head_dim) and the

@@ -19,6 +19,7 @@
 #include <kvq/metrics/order.hpp>
 #include <kvq/study/error.hpp>
 #include <kvq/study/params.hpp>
+#include <kvq/study/schemes.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -333,6 +334,27 @@ inline std::vector<double> key_distance_bounds(const matrix_f& K, const matrix_f
   const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
   std::vector<double> dist(n);
   const double m = kvq::reduce::rows_distance_upper(K.data(), Kh.data(), n, d, d, dist.data());
+  if (khmax) *khmax = m;
+  return dist;
+}
+
+/// The round trip of K through scheme s into Kh (K's shape), with key_distance_bounds(K,
+/// Kh, khmax) taken on each range of rows as the round trip finishes it
+/// (kv::round_trip_rows: the rows still in cache, where a separate pass reads both
+/// matrices from memory again). The same Kh, distances and khmax.
+inline std::vector<double> round_trip_keys(const scheme_spec& s, const matrix_f& K, matrix_f& Kh,
+                                           double* khmax = nullptr) {
+  if (K.rows() != Kh.rows() || K.cols() != Kh.cols())
+    kvq::detail::fail("kvq::study::lab::round_trip_keys",
+                      kvq::detail::shape_of("K", K) + " but " + kvq::detail::shape_of("Kh", Kh));
+  const std::size_t n = static_cast<std::size_t>(K.rows()), d = static_cast<std::size_t>(K.cols());
+  std::vector<double> dist(n);
+  double m = 0;  // rows_distance_upper's maximum of no rows
+  kvq::kv::round_trip_rows(s, kv_role::key, K.data(), Kh.data(), n, d, [&](std::size_t first, std::size_t count) {
+    const double c = kvq::reduce::rows_distance_upper(K.data() + first * d, Kh.data() + first * d, count, d, d,
+                                                      dist.data() + first);
+    m = c > m ? c : m;
+  });
   if (khmax) *khmax = m;
   return dist;
 }
