@@ -69,27 +69,25 @@ inline void normalize(std::vector<double>& v, const char* where) {
   for (double& x : v) x *= inv;
 }
 
-/// Lower median of |x| over all elements (the element of rank floor((N-1)/2)).
-// The lower median of |x| over x[0..n): the element of rank (n - 1) / 2 of the sorted
-// magnitudes (a value, so any exact selection gives it). Selected by the bits: a float's
-// magnitude bits (sign cleared) order like its magnitude, so two counting passes over the
-// high and the low 16 bits find the rank without copying or sorting (a NaN counts as
-// larger than every number). 0 for n = 0.
-inline float lower_median_abs(const float* x, std::size_t n) {
-  if (n == 0) return 0.0f;
+/// lower_median_abs for n >= 1, the first pass's histograms counting in Count.
+template <class Count>
+inline float lower_median_abs_counted(const float* x, std::size_t n) {
   std::size_t rank = (n - 1) / 2;
   std::vector<std::size_t> count(std::size_t{1} << 16);
   {
     // Four histograms, one per element modulo 4: near-equal values (most of a normal
-    // sample) then increment different counters, not one counter back to back.
-    std::vector<std::size_t> c4(std::size_t{4} << 16);
+    // sample) then increment different counters, not one counter back to back. Count:
+    // 32-bit counters where n allows (half the memory the histograms touch).
+    std::vector<Count> c4(std::size_t{4} << 16);
     std::size_t i = 0;
     for (; i + 4 <= n; i += 4)
       for (std::size_t j = 0; j < 4; ++j)
         ++c4[(j << 16) | ((kvq::bit_cast<std::uint32_t>(x[i + j]) & 0x7FFFFFFFu) >> 16)];
     for (; i < n; ++i) ++c4[(kvq::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu) >> 16];
     for (std::size_t b = 0; b < count.size(); ++b)
-      count[b] = (c4[b] + c4[b | (std::size_t{1} << 16)]) + (c4[b | (std::size_t{2} << 16)] + c4[b | (std::size_t{3} << 16)]);
+      count[b] = (static_cast<std::size_t>(c4[b]) + static_cast<std::size_t>(c4[b | (std::size_t{1} << 16)])) +
+                 (static_cast<std::size_t>(c4[b | (std::size_t{2} << 16)]) +
+                  static_cast<std::size_t>(c4[b | (std::size_t{3} << 16)]));
   }
   std::uint32_t hi = 0;
   while (rank >= count[hi]) rank -= count[hi++];
@@ -113,6 +111,17 @@ inline float lower_median_abs(const float* x, std::size_t n) {
   std::uint32_t lo = 0;
   while (rank >= count[lo]) rank -= count[lo++];
   return kvq::bit_cast<float>((hi << 16) | lo);
+}
+/// Lower median of |x| over all elements (the element of rank floor((N-1)/2)).
+// The lower median of |x| over x[0..n): the element of rank (n - 1) / 2 of the sorted
+// magnitudes (a value, so any exact selection gives it). Selected by the bits: a float's
+// magnitude bits (sign cleared) order like its magnitude, so two counting passes over the
+// high and the low 16 bits find the rank without copying or sorting (a NaN counts as
+// larger than every number). 0 for n = 0.
+inline float lower_median_abs(const float* x, std::size_t n) {
+  if (n == 0) return 0.0f;
+  if (n <= 0xFFFFFFFFu) return lower_median_abs_counted<std::uint32_t>(x, n);
+  return lower_median_abs_counted<std::size_t>(x, n);
 }
 
 /// The largest of n >= 1 finite floats, in 8 lanes (the largest of a set: any order
