@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include <kvq/config.hpp>
 #include <kvq/core/isa.hpp>
@@ -327,12 +328,12 @@ KVQ_TARGET_X86_64_V3_FMA KVQ_FORCEINLINE void dot_screen_tiles(const float* a, s
                                    out + r3, out_stride, scale);
 }
 
-/// dot_screen_body for x86-64-v3 with FMA (dot_screen_tiles), in 16-lane vectors where the
-/// compiler targets AVX-512 and n allows.
+/// dot_screen_body for x86-64-v3 with FMA, the sums along each row (dot_screen_tiles), in
+/// 16-lane vectors where the compiler targets AVX-512 and n allows.
 template <class Out>
-KVQ_TARGET_X86_64_V3_FMA void dot_screen_x86_64_v3(const float* a, std::size_t a_stride, std::size_t n_vec,
-                                                    const float* rows, std::size_t row_stride, std::size_t n_rows,
-                                                    std::size_t n, Out* out, std::size_t out_stride, Out scale) {
+KVQ_TARGET_X86_64_V3_FMA void dot_screen_rowwise(const float* a, std::size_t a_stride, std::size_t n_vec,
+                                                  const float* rows, std::size_t row_stride, std::size_t n_rows,
+                                                  std::size_t n, Out* out, std::size_t out_stride, Out scale) {
   if (n % 8 != 0 || n_vec < 4 || n_rows < 3) {
     dot_screen_body(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
     return;
@@ -344,6 +345,156 @@ KVQ_TARGET_X86_64_V3_FMA void dot_screen_x86_64_v3(const float* a, std::size_t a
   }
 #endif
   dot_screen_tiles<screen_ymm>(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
+}
+
+#if defined(__AVX512F__)
+/// The 16 x 16 floats at src (rows src_stride apart) transposed to dst (rows dst_stride
+/// apart): dst[i * dst_stride + j] = src[j * src_stride + i]. Three rounds of shuffles:
+/// pairs of floats, of doubles, then 128-bit lanes (twice); written as vector-extension
+/// shuffles (the unpack and shuffle intrinsics draw GCC 12's warning on their undefined
+/// pass-through operand).
+KVQ_FORCEINLINE void transpose16x16(const float* src, std::size_t src_stride, float* dst, std::size_t dst_stride) {
+  typedef float v16 __attribute__((vector_size(64)));
+  v16 r[16], t[16];
+  for (int j = 0; j < 16; ++j) {
+    const __m512 x = _mm512_loadu_ps(src + static_cast<std::size_t>(j) * src_stride);
+    r[j] = reinterpret_cast<const v16&>(x);
+  }
+  // unpacklo_ps / unpackhi_ps within each 128-bit lane.
+  for (int j = 0; j < 16; j += 2) {
+    t[j] = __builtin_shufflevector(r[j], r[j + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
+    t[j + 1] = __builtin_shufflevector(r[j], r[j + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
+  }
+  // unpacklo_pd / unpackhi_pd within each 128-bit lane.
+  for (int j = 0; j < 16; j += 4)
+    for (int h = 0; h < 2; ++h) {
+      r[j + 2 * h] =
+          __builtin_shufflevector(t[j + h], t[j + h + 2], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
+      r[j + 2 * h + 1] =
+          __builtin_shufflevector(t[j + h], t[j + h + 2], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
+    }
+  // shuffle_f32x4 with 0x88 (lanes 0, 2 of each) and 0xdd (lanes 1, 3 of each).
+  const auto even = [](v16 x, v16 y) {
+    return __builtin_shufflevector(x, y, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  };
+  const auto odd = [](v16 x, v16 y) {
+    return __builtin_shufflevector(x, y, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  };
+  for (int h = 0; h < 16; h += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[h + j] = even(r[h + j], r[h + j + 4]);
+      t[h + j + 4] = odd(r[h + j], r[h + j + 4]);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = even(t[j], t[j + 8]);
+    r[j + 8] = odd(t[j], t[j + 8]);
+  }
+  for (int i = 0; i < 16; ++i)
+    _mm512_storeu_ps(dst + static_cast<std::size_t>(i) * dst_stride, reinterpret_cast<const __m512&>(r[i]));
+}
+
+/// Keys per tile of dot_screen_keys_avx512: four 16-lane vectors of them.
+constexpr std::size_t screen_key_tile = 64;
+
+/// dot_screen_body with the keys in the vector lanes, where the compiler targets AVX-512:
+/// each tile of 64 rows is transposed once (kt[i * 64 + j] = element i of row r0 + j; in
+/// 16 x 16 blocks, the dimensions past the last whole block one by one),
+/// then every vector passes over it, 4 vectors x 64 rows per step (16 accumulators of 16
+/// rows each, one broadcast element of each vector per dimension), and each lane's sum is
+/// one dot product: no horizontal sums, which cost the row-wise kernel about as much as
+/// its FMAs at head dimension 128. Another order of the same float products and sums:
+/// within the same bound. The rows past the last whole tile take dot_screen_rowwise.
+template <class Out>
+inline void dot_screen_keys_avx512(const float* a, std::size_t a_stride, std::size_t n_vec, const float* rows,
+                                   std::size_t row_stride, std::size_t n_rows, std::size_t n, Out* out,
+                                   std::size_t out_stride, Out scale) {
+  constexpr std::size_t T = screen_key_tile;
+  const std::size_t tiles = n_rows / T, v4 = n_vec - n_vec % 4;
+  std::vector<float> kt(n * T);
+  // One vector's 16 sums of a tile's 16-row group g, scaled, to out (row r).
+  const auto store = [&](Out* o, __m512 acc) {
+    if constexpr (std::is_same<Out, float>::value) {
+      _mm512_storeu_ps(o, _mm512_mul_ps(acc, _mm512_set1_ps(scale)));
+    } else {
+      alignas(64) float s[16];
+      _mm512_store_ps(s, acc);
+      for (int j = 0; j < 16; ++j) o[j] = static_cast<Out>(s[j]) * scale;
+    }
+  };
+  for (std::size_t t = 0; t < tiles; ++t) {
+    const std::size_t r0 = t * T;
+    const std::size_t n16 = n - n % 16;
+    for (std::size_t jb = 0; jb < T; jb += 16)
+      for (std::size_t ib = 0; ib < n16; ib += 16)
+        transpose16x16(rows + (r0 + jb) * row_stride + ib, row_stride, kt.data() + ib * T + jb, T);
+    for (std::size_t j = 0; j < T; ++j) {
+      const float* row = rows + (r0 + j) * row_stride;
+      for (std::size_t i = n16; i < n; ++i) kt[i * T + j] = row[i];
+    }
+    const float* k = kt.data();
+    std::size_t v = 0;
+    for (; v < v4; v += 4) {
+      const float* q0 = a + v * a_stride;
+      const float *q1 = q0 + a_stride, *q2 = q1 + a_stride, *q3 = q2 + a_stride;
+      __m512 c[4][4];
+      for (int x = 0; x < 4; ++x)
+        for (int g = 0; g < 4; ++g) c[x][g] = _mm512_setzero_ps();
+      for (std::size_t i = 0; i < n; ++i) {
+        __m512 k0 = _mm512_loadu_ps(k + i * T), k1 = _mm512_loadu_ps(k + i * T + 16),
+               k2 = _mm512_loadu_ps(k + i * T + 32), k3 = _mm512_loadu_ps(k + i * T + 48);
+        // Held in registers: left to itself GCC folds each load into all four FMAs that
+        // use it (16 loads per 16 FMAs instead of 4, and the loop waits on them).
+        __asm__("" : "+v"(k0), "+v"(k1), "+v"(k2), "+v"(k3));
+        const __m512 b[4] = {_mm512_set1_ps(q0[i]), _mm512_set1_ps(q1[i]), _mm512_set1_ps(q2[i]),
+                             _mm512_set1_ps(q3[i])};
+        for (int x = 0; x < 4; ++x) {
+          c[x][0] = _mm512_fmadd_ps(b[x], k0, c[x][0]);
+          c[x][1] = _mm512_fmadd_ps(b[x], k1, c[x][1]);
+          c[x][2] = _mm512_fmadd_ps(b[x], k2, c[x][2]);
+          c[x][3] = _mm512_fmadd_ps(b[x], k3, c[x][3]);
+        }
+      }
+      for (int x = 0; x < 4; ++x)
+        for (int g = 0; g < 4; ++g) store(out + (v + static_cast<std::size_t>(x)) * out_stride + r0 + 16 * g, c[x][g]);
+    }
+    for (; v < n_vec; ++v) {
+      const float* qv = a + v * a_stride;
+      __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const __m512 b = _mm512_set1_ps(qv[i]);
+        c0 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T), c0);
+        c1 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T + 16), c1);
+        c2 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T + 32), c2);
+        c3 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T + 48), c3);
+      }
+      Out* o = out + v * out_stride + r0;
+      store(o, c0);
+      store(o + 16, c1);
+      store(o + 32, c2);
+      store(o + 48, c3);
+    }
+  }
+  const std::size_t done = tiles * T;
+  if (done < n_rows)
+    dot_screen_rowwise(a, a_stride, n_vec, rows + done * row_stride, row_stride, n_rows - done, n, out + done,
+                       out_stride, scale);
+}
+#endif
+
+/// dot_screen_body for x86-64-v3 with FMA: where the compiler targets AVX-512, the keys in
+/// the lanes (dot_screen_keys_avx512) once there is a whole tile of rows; else
+/// dot_screen_rowwise.
+template <class Out>
+KVQ_TARGET_X86_64_V3_FMA void dot_screen_x86_64_v3(const float* a, std::size_t a_stride, std::size_t n_vec,
+                                                    const float* rows, std::size_t row_stride, std::size_t n_rows,
+                                                    std::size_t n, Out* out, std::size_t out_stride, Out scale) {
+#if defined(__AVX512F__)
+  if (n_rows >= screen_key_tile && n_vec > 0 && n > 0) {
+    dot_screen_keys_avx512(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
+    return;
+  }
+#endif
+  dot_screen_rowwise(a, a_stride, n_vec, rows, row_stride, n_rows, n, out, out_stride, scale);
 }
 #endif
 
