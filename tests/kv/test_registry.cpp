@@ -197,6 +197,7 @@ TEST_CASE("every built-in scheme's round trip is one store's: every row appended
       CHECK(same_bits(out.data(), want.data(), out.size()));
       // One range per 256 rows where rows are independent; KIVI's store takes them all.
       CHECK(ranges == (s.grouping(kv_role::key) == kvq::kv::scale_grouping::channel ? 1u : 3u));
+      CHECK(kvq::kv::rows_independent(*s.format) == (ranges == 3u));
       ++checked;
     }
   }

@@ -279,38 +279,26 @@ KVQ_TARGET_X86_64_V3_FMA KVQ_FORCEINLINE void dot_screen_tiles(const float* a, s
   for (std::size_t r0 = 0; r0 < r3; r0 += tile) {
     const std::size_t r1 = r0 + tile < r3 ? r0 + tile : r3;
     for (std::size_t v = 0; v < v4; v += 4) {
-      const float* q0 = a + v * a_stride;
-      const float *q1 = q0 + a_stride, *q2 = q1 + a_stride, *q3 = q2 + a_stride;
+      const float* q[4] = {a + v * a_stride, a + (v + 1) * a_stride, a + (v + 2) * a_stride,
+                           a + (v + 3) * a_stride};
       for (std::size_t r = r0; r < r1; r += 3) {
-        const float* k0 = rows + r * row_stride;
-        const float* k1 = k0 + row_stride;
-        const float* k2 = k1 + row_stride;
-        V c00 = W::zero(), c01 = c00, c02 = c00, c10 = c00, c11 = c00, c12 = c00, c20 = c00, c21 = c00, c22 = c00,
-          c30 = c00, c31 = c00, c32 = c00;
+        const float* kr[3] = {rows + r * row_stride, rows + (r + 1) * row_stride, rows + (r + 2) * row_stride};
+        V c[4][3];
+        for (int x = 0; x < 4; ++x)
+          for (int g = 0; g < 3; ++g) c[x][g] = W::zero();
         for (std::size_t i = 0; i < n; i += W::width) {
-          const V b0 = W::load(k0 + i), b1 = W::load(k1 + i), b2 = W::load(k2 + i);
-          V x = W::load(q0 + i);
-          c00 = W::fma(x, b0, c00);
-          c01 = W::fma(x, b1, c01);
-          c02 = W::fma(x, b2, c02);
-          x = W::load(q1 + i);
-          c10 = W::fma(x, b0, c10);
-          c11 = W::fma(x, b1, c11);
-          c12 = W::fma(x, b2, c12);
-          x = W::load(q2 + i);
-          c20 = W::fma(x, b0, c20);
-          c21 = W::fma(x, b1, c21);
-          c22 = W::fma(x, b2, c22);
-          x = W::load(q3 + i);
-          c30 = W::fma(x, b0, c30);
-          c31 = W::fma(x, b1, c31);
-          c32 = W::fma(x, b2, c32);
+          const V b[3] = {W::load(kr[0] + i), W::load(kr[1] + i), W::load(kr[2] + i)};
+          for (int x = 0; x < 4; ++x) {
+            const V qx = W::load(q[x] + i);
+            for (int g = 0; g < 3; ++g) c[x][g] = W::fma(qx, b[g], c[x][g]);
+          }
         }
         // Rows 0 and 1 of the four vectors, then row 2.
         alignas(32) float s[12];
-        _mm256_store_ps(s, hsum8(W::fold(c00), W::fold(c01), W::fold(c10), W::fold(c11), W::fold(c20),
-                                 W::fold(c21), W::fold(c30), W::fold(c31)));
-        const __m256 h0 = _mm256_hadd_ps(W::fold(c02), W::fold(c12)), h1 = _mm256_hadd_ps(W::fold(c22), W::fold(c32));
+        _mm256_store_ps(s, hsum8(W::fold(c[0][0]), W::fold(c[0][1]), W::fold(c[1][0]), W::fold(c[1][1]),
+                                 W::fold(c[2][0]), W::fold(c[2][1]), W::fold(c[3][0]), W::fold(c[3][1])));
+        const __m256 h0 = _mm256_hadd_ps(W::fold(c[0][2]), W::fold(c[1][2])),
+                     h1 = _mm256_hadd_ps(W::fold(c[2][2]), W::fold(c[3][2]));
         const __m256 h01 = _mm256_hadd_ps(h0, h1);
         _mm_store_ps(s + 8, _mm_add_ps(_mm256_castps256_ps128(h01), _mm256_extractf128_ps(h01, 1)));
         for (std::size_t j = 0; j < 4; ++j) {

@@ -184,13 +184,7 @@ inline void store_round_trip(const kv_format& f, tensor_rule rule, kv_role role,
   // codes of a chunk stay in cache between the two passes, and no context-sized code
   // buffer is allocated. KIVI's key groups run across tokens and its residual window is
   // the last tokens: its store takes the whole tensor.
-  const bool rows_independent = std::visit(
-      [](const auto& s) {
-        (void)s;
-        return !kv::detail::is_kivi<std::decay_t<decltype(s)>>::value;
-      },
-      f);
-  const std::size_t chunk = rows_independent ? round_trip_chunk_tokens : tokens;
+  const std::size_t chunk = rows_independent(f) ? round_trip_chunk_tokens : tokens;
   for (std::size_t t0 = 0; t0 < tokens; t0 += chunk) {
     const std::size_t m = std::min(chunk, tokens - t0);
     std::unique_ptr<row_store> st = make_row_store(f, role, head_dim, tv);

@@ -83,6 +83,18 @@ template <int B, class C>
 struct is_kivi<block::kivi_group<B, C>> : std::true_type {};
 }  // namespace detail
 
+/// Whether a format quantizes each row on its own, given the tensor value: every one but
+/// KIVI, whose key groups run across tokens and whose residual window is the last tokens.
+/// Such rows can go through a store in chunks with the same codes.
+inline bool rows_independent(const kv_format& f) {
+  return std::visit(
+      [](const auto& s) {
+        (void)s;
+        return !detail::is_kivi<std::decay_t<decltype(s)>>::value;
+      },
+      f);
+}
+
 /// Whether a format has a tensor-level value, and the value vLLM-style calibration gives
 /// for a first-chunk amax (fp8 per tensor: amax * fp32(1/200) for K, 1/100 for V).
 inline bool has_tensor_value(const kv_format& f) {
