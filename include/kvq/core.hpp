@@ -17,6 +17,7 @@
 #include <kvq/core/error.hpp>
 #include <kvq/core/input_file.hpp>
 #include <kvq/core/parallel.hpp>
+#include <kvq/core/prefetch.hpp>
 #include <kvq/core/isa.hpp>
 #include <kvq/core/atomic_file.hpp>
 

@@ -40,6 +40,7 @@
 #include <kvq/block/scheme.hpp>
 #include <kvq/config.hpp>
 #include <kvq/core/isa.hpp>
+#include <kvq/core/prefetch.hpp>
 #include <kvq/format/bulk.hpp>
 
 #if !defined(KVQ_BLOCK_NO_SIMD) && !defined(__CUDACC__) && (defined(__GNUC__) || defined(__clang__)) && \
@@ -531,15 +532,10 @@ struct has_dequantize
 // ------------------------------------------------------------------------ quantize
 constexpr std::size_t chunk = 64;  ///< blocks whose scales are computed before their elements
 
-/// Asks for the `bytes` bytes from p into the cache, one request per 64-byte line. The
-/// range may lie past the end of the array (a prefetch never faults; the addresses are
-/// formed as integers, as a pointer past the array would be undefined). Issued one
-/// chunk ahead, it hides most of the memory latency the hardware prefetcher leaves on
-/// large tensors (measured with bench/bench_block.cpp).
-KVQ_FORCEINLINE void prefetch_ahead(const float* p, std::size_t offset_bytes, std::size_t bytes) noexcept {
-  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) + offset_bytes;
-  for (std::size_t o = 0; o < bytes; o += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + o));
-}
+// The quantize loops below ask for the next chunk's input (kvq::detail::prefetch_bytes)
+// while they work on the current one: issued one chunk ahead, it hides most of the memory
+// latency the hardware prefetcher leaves on large tensors (measured with
+// bench/bench_block.cpp).
 
 /// nb blocks of x into codes/scales, as nb calls of S::quantize_block<f32_input>; the
 /// F16C element and scale stores where F16C (the x86-64-v3 copy), the portable ones else.
@@ -567,7 +563,7 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 16 * b0;
-      prefetch_ahead(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
+      kvq::detail::prefetch_bytes(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore>(xc + 16 * j, am + j);
@@ -601,7 +597,7 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 16 * b0;
-      prefetch_ahead(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);
+      kvq::detail::prefetch_bytes(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::propagate>(xc + 16 * j, am + j);
@@ -631,7 +627,7 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 16 * b0;
-      prefetch_ahead(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
+      kvq::detail::prefetch_bytes(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore_unless_all>(xc + 16 * j, am + j);
@@ -677,7 +673,7 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
     for (std::size_t b0 = 0; b0 < nb; b0 += chunk) {
       const std::size_t m = nb - b0 < chunk ? nb - b0 : chunk;
       const float* xc = x + 32 * b0;
-      prefetch_ahead(xc, 32 * sizeof(float) * chunk, 32 * sizeof(float) * chunk);  // the next chunk
+      kvq::detail::prefetch_bytes(xc, 32 * sizeof(float) * chunk, 32 * sizeof(float) * chunk);  // the next chunk
       std::size_t j = 0;
       for (; j + 8 <= m; j += 8) amax_x8<4, S::tensor_amax_rule>(xc + 32 * j, am + j);
       for (; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);

@@ -409,6 +409,33 @@ inline void dot_screen_keys_avx512(const float* a, std::size_t a_stride, std::si
       for (int j = 0; j < 16; ++j) o[j] = static_cast<Out>(s[j]) * scale;
     }
   };
+  // NQ vectors from v over the transposed tile of rows r0.. (16 accumulators of 16 rows
+  // each for NQ = 4).
+  const auto keys_step = [&](auto nq, std::size_t v, std::size_t r0) {
+    constexpr int NQ = decltype(nq)::value;
+    const float* k = kt.data();
+    const float* q[NQ];
+    for (int x = 0; x < NQ; ++x) q[x] = a + (v + static_cast<std::size_t>(x)) * a_stride;
+    __m512 c[NQ][4];
+    for (int x = 0; x < NQ; ++x)
+      for (int g = 0; g < 4; ++g) c[x][g] = _mm512_setzero_ps();
+    for (std::size_t i = 0; i < n; ++i) {
+      __m512 k0 = _mm512_loadu_ps(k + i * T), k1 = _mm512_loadu_ps(k + i * T + 16),
+             k2 = _mm512_loadu_ps(k + i * T + 32), k3 = _mm512_loadu_ps(k + i * T + 48);
+      // Held in registers: left to itself GCC folds each load into all four FMAs that
+      // use it (16 loads per 16 FMAs instead of 4, and the loop waits on them).
+      __asm__("" : "+v"(k0), "+v"(k1), "+v"(k2), "+v"(k3));
+      for (int x = 0; x < NQ; ++x) {
+        const __m512 b = _mm512_set1_ps(q[x][i]);
+        c[x][0] = _mm512_fmadd_ps(b, k0, c[x][0]);
+        c[x][1] = _mm512_fmadd_ps(b, k1, c[x][1]);
+        c[x][2] = _mm512_fmadd_ps(b, k2, c[x][2]);
+        c[x][3] = _mm512_fmadd_ps(b, k3, c[x][3]);
+      }
+    }
+    for (int x = 0; x < NQ; ++x)
+      for (int g = 0; g < 4; ++g) store(out + (v + static_cast<std::size_t>(x)) * out_stride + r0 + 16 * g, c[x][g]);
+  };
   for (std::size_t t = 0; t < tiles; ++t) {
     const std::size_t r0 = t * T;
     const std::size_t n16 = n - n % 16;
@@ -419,48 +446,9 @@ inline void dot_screen_keys_avx512(const float* a, std::size_t a_stride, std::si
       const float* row = rows + (r0 + j) * row_stride;
       for (std::size_t i = n16; i < n; ++i) kt[i * T + j] = row[i];
     }
-    const float* k = kt.data();
     std::size_t v = 0;
-    for (; v < v4; v += 4) {
-      const float* q0 = a + v * a_stride;
-      const float *q1 = q0 + a_stride, *q2 = q1 + a_stride, *q3 = q2 + a_stride;
-      __m512 c[4][4];
-      for (int x = 0; x < 4; ++x)
-        for (int g = 0; g < 4; ++g) c[x][g] = _mm512_setzero_ps();
-      for (std::size_t i = 0; i < n; ++i) {
-        __m512 k0 = _mm512_loadu_ps(k + i * T), k1 = _mm512_loadu_ps(k + i * T + 16),
-               k2 = _mm512_loadu_ps(k + i * T + 32), k3 = _mm512_loadu_ps(k + i * T + 48);
-        // Held in registers: left to itself GCC folds each load into all four FMAs that
-        // use it (16 loads per 16 FMAs instead of 4, and the loop waits on them).
-        __asm__("" : "+v"(k0), "+v"(k1), "+v"(k2), "+v"(k3));
-        const __m512 b[4] = {_mm512_set1_ps(q0[i]), _mm512_set1_ps(q1[i]), _mm512_set1_ps(q2[i]),
-                             _mm512_set1_ps(q3[i])};
-        for (int x = 0; x < 4; ++x) {
-          c[x][0] = _mm512_fmadd_ps(b[x], k0, c[x][0]);
-          c[x][1] = _mm512_fmadd_ps(b[x], k1, c[x][1]);
-          c[x][2] = _mm512_fmadd_ps(b[x], k2, c[x][2]);
-          c[x][3] = _mm512_fmadd_ps(b[x], k3, c[x][3]);
-        }
-      }
-      for (int x = 0; x < 4; ++x)
-        for (int g = 0; g < 4; ++g) store(out + (v + static_cast<std::size_t>(x)) * out_stride + r0 + 16 * g, c[x][g]);
-    }
-    for (; v < n_vec; ++v) {
-      const float* qv = a + v * a_stride;
-      __m512 c0 = _mm512_setzero_ps(), c1 = c0, c2 = c0, c3 = c0;
-      for (std::size_t i = 0; i < n; ++i) {
-        const __m512 b = _mm512_set1_ps(qv[i]);
-        c0 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T), c0);
-        c1 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T + 16), c1);
-        c2 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T + 32), c2);
-        c3 = _mm512_fmadd_ps(b, _mm512_loadu_ps(k + i * T + 48), c3);
-      }
-      Out* o = out + v * out_stride + r0;
-      store(o, c0);
-      store(o + 16, c1);
-      store(o + 32, c2);
-      store(o + 48, c3);
-    }
+    for (; v < v4; v += 4) keys_step(std::integral_constant<int, 4>{}, v, r0);
+    for (; v < n_vec; ++v) keys_step(std::integral_constant<int, 1>{}, v, r0);
   }
   const std::size_t done = tiles * T;
   if (done < n_rows)

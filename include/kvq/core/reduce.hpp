@@ -29,6 +29,7 @@
 #include <kvq/config.hpp>
 #include <kvq/core/isa.hpp>
 #include <kvq/core/math.hpp>
+#include <kvq/core/prefetch.hpp>
 
 namespace kvq {
 namespace reduce {
@@ -281,17 +282,10 @@ struct listed_rows {
   /// request per 64-byte line. Listed rows (a screen's open keys) lie anywhere in a
   /// matrix too large for the cache, and nothing predicts them: without it the first
   /// reads of each group wait on memory (most of the time in a profile of the citations
-  /// study). Host only; a prefetch changes no value.
+  /// study).
   KVQ_HD void prefetch(std::size_t r, std::size_t count, std::size_t m, std::size_t n) const {
-#if !defined(__CUDA_ARCH__)
     const std::size_t end = r + count < m ? r + count : m;
-    for (; r < end; ++r) {
-      const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(rows + idx[r] * stride);
-      for (std::size_t o = 0; o < n * sizeof(U); o += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + o));
-    }
-#else
-    (void)r, (void)count, (void)m, (void)n;
-#endif
+    for (; r < end; ++r) kvq::detail::prefetch_bytes(rows + idx[r] * stride, 0, n * sizeof(U));
   }
 };
 
