@@ -23,9 +23,12 @@
 /// The 8-lane code uses GCC/Clang vector extensions: AVX2 registers in the x86-64-v3 copy
 /// of each pass (kvq/core/isa.hpp: compiled in every x86-64 translation unit, run when
 /// the CPU has it), two SSE halves in the baseline one; other compilers, nvcc translation
-/// units and KVQ_BLOCK_NO_SIMD use the reference loop. tests/block/test_block_bulk.cpp
-/// checks the fast paths of both copies against the reference on random tensors with
-/// specials for every recipe.
+/// units and KVQ_BLOCK_NO_SIMD use the reference loop. Where the translation unit targets
+/// AVX-512 (-march=native on such a CPU), the x86-64-v3 copy runs the 16-lane passes of
+/// kvq/block/avx512.hpp instead of the F16C stores (KVQ_NO_AVX512 leaves them out).
+/// tests/block/test_block_bulk.cpp checks the fast paths of both copies against the
+/// reference on random tensors with specials for every recipe (test_block_bulk_native:
+/// the same under -march=native).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +36,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include <kvq/block/avx512.hpp>
 #include <kvq/block/fp8_kv.hpp>
 #include <kvq/block/io16.hpp>
 #include <kvq/block/mx.hpp>
@@ -566,15 +570,22 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
       kvq::detail::prefetch_bytes(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::amaxes<1, amax_nan::ignore>(xc, m, am);
+#endif
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore>(xc + 16 * j);
       j = 0;
-#if defined(KVQ_HAVE_F16C_ENCODE)
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::e4m3_scales<false>(am, m, enc, 1.0f, sc);
+#elif defined(KVQ_HAVE_F16C_ENCODE)
       if constexpr (F16C) j = e4m3_scales_f16c<false>(am, m, enc, 1.0f, sc);
 #endif
       for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(am[j] * enc);
       j = 0;
-#if defined(KVQ_HAVE_F16C_ENCODE)
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::nvfp4_elements(xc, m, inv_of, sc, codes + 8 * b0);
+#elif defined(KVQ_HAVE_F16C_ENCODE)
       if constexpr (F16C) j = nvfp4_elements_f16c(xc, m, inv_of, sc, codes + 8 * b0);
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
@@ -600,14 +611,23 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
       kvq::detail::prefetch_bytes(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::amaxes<1, amax_nan::propagate>(xc, m, am);
+#endif
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::propagate>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::propagate>(xc + 16 * j);
-      for (j = 0; j < m; ++j) {
+      j = 0;
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::torchao_scales<two>(am, m, pts, sc);
+#endif
+      for (; j < m; ++j) {
         const float bs = am[j] * inv6;
         sc[j] = detail::e4m3_rn_sat(detail::torch_clamp(two ? bs / pts : bs, e4m3_eps, 448.0f));
       }
       j = 0;
-#if defined(KVQ_HAVE_F16C_ENCODE)
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::nvfp4_elements(xc, m, inv_of, sc, codes + 8 * b0);
+#elif defined(KVQ_HAVE_F16C_ENCODE)
       if constexpr (F16C) j = nvfp4_elements_f16c(xc, m, inv_of, sc, codes + 8 * b0);
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, inv_of[sc[j]], codes + 8 * (b0 + j));
@@ -630,15 +650,22 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
       kvq::detail::prefetch_bytes(xc, 16 * sizeof(float) * chunk, 16 * sizeof(float) * chunk);  // the next chunk
       std::uint8_t* sc = scales + b0;
       std::size_t j = 0;
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::amaxes<1, amax_nan::ignore_unless_all>(xc, m, am);
+#endif
       for (; j + 8 <= m; j += 8) amax16_x8<amax_nan::ignore_unless_all>(xc + 16 * j, am + j);
       for (; j < m; ++j) am[j] = amax<2, amax_nan::ignore_unless_all>(xc + 16 * j);
       j = 0;
-#if defined(KVQ_HAVE_F16C_ENCODE)
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::e4m3_scales<true>(am, m, r6, gs, sc);
+#elif defined(KVQ_HAVE_F16C_ENCODE)
       if constexpr (F16C) j = e4m3_scales_f16c<true>(am, m, r6, gs, sc);
 #endif
       for (; j < m; ++j) sc[j] = kvq::detail::encode_rne_float_fast<fmt::e4m3, overflow::satfinite>(gs * (am[j] * r6));
       j = 0;
-#if defined(KVQ_HAVE_F16C_ENCODE)
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::nvfp4_elements(xc, m, os_of, sc, codes + 8 * b0);
+#elif defined(KVQ_HAVE_F16C_ENCODE)
       if constexpr (F16C) j = nvfp4_elements_f16c(xc, m, os_of, sc, codes + 8 * b0);
 #endif
       for (; j < m; ++j) store_e2m1_16(xc + 16 * j, os_of[sc[j]], codes + 8 * (b0 + j));
@@ -675,15 +702,24 @@ KVQ_FORCEINLINE void quantize_blocks_body(const S& s, const typename S::params& 
       const float* xc = x + 32 * b0;
       kvq::detail::prefetch_bytes(xc, 32 * sizeof(float) * chunk, 32 * sizeof(float) * chunk);  // the next chunk
       std::size_t j = 0;
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::amaxes<2, S::tensor_amax_rule>(xc, m, am);
+#endif
       for (; j + 8 <= m; j += 8) amax_x8<4, S::tensor_amax_rule>(xc + 32 * j, am + j);
       for (; j < m; ++j) am[j] = amax<4, S::tensor_amax_rule>(xc + 32 * j);
       j = 0;
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C) j = avx512::mx_scales<S>(am, m, scales + b0);
+#endif
       if constexpr (S::scale_rule == mx_scale_rule::floor) {
         for (; j + 8 <= m; j += 8) mx_floor_scales8<S::elem_emax>(am + j, scales + b0 + j);
       }
       for (; j < m; ++j) scales[b0 + j] = S::scale_for(am[j]);
       j = 0;
-#if defined(KVQ_HAVE_F16C_ENCODE)
+#if defined(KVQ_BLOCK_AVX512)
+      if constexpr (F16C)
+        j = avx512::mx_elements<F, S::storage_bits>(xc, m, inv_of, scales + b0, codes + S::storage_bits * 4 * b0);
+#elif defined(KVQ_HAVE_F16C_ENCODE)
       if constexpr (F16C && (S::storage_bits == 4 || kvq::detail::f16c::covers<F>))
         j = mx_elements_f16c<F, S::storage_bits>(xc, m, inv_of, scales + b0, codes + S::storage_bits * 4 * b0);
 #endif
@@ -724,8 +760,9 @@ inline void quantize_blocks(const S& s, const typename S::params& p, const float
 }
 
 // ------------------------------------------------------------------------ dequantize
-/// nb blocks of codes/scales into out, as nb calls of S::dequantize_block.
-template <class S>
+/// nb blocks of codes/scales into out, as nb calls of S::dequantize_block; Wide: the
+/// 16-lane loads where compiled (the x86-64-v3 copy).
+template <bool Wide, class S>
 KVQ_FORCEINLINE void dequantize_blocks_body(const S& s, const typename S::params& p, const std::uint8_t* codes,
                                             const std::uint8_t* scales, std::size_t nb, float* out) noexcept {
   (void)s;
@@ -736,7 +773,12 @@ KVQ_FORCEINLINE void dequantize_blocks_body(const S& s, const typename S::params
       const float t = detail::e4m3_value(static_cast<std::uint8_t>(c)) * p.amax;
       mul_of[c] = t * factor_inv;
     }
-    for (std::size_t b = 0; b < nb; ++b) load_e2m1_16(codes + 8 * b, mul_of[scales[b]], out + 16 * b);
+    std::size_t b = 0;
+#if defined(KVQ_BLOCK_AVX512)
+    if constexpr (Wide)
+      for (; b < nb; ++b) avx512::load_e2m1_16(codes + 8 * b, mul_of[scales[b]], out + 16 * b);
+#endif
+    for (; b < nb; ++b) load_e2m1_16(codes + 8 * b, mul_of[scales[b]], out + 16 * b);
   } else if constexpr (is_fp8_per_tensor_ieee<S>::value) {
     // fp8_per_tensor::dequantize_block: decode(code) * scale, the decode through its table.
     (void)scales;
@@ -756,17 +798,39 @@ KVQ_FORCEINLINE void dequantize_blocks_body(const S& s, const typename S::params
       const float v = detail::e4m3_value(static_cast<std::uint8_t>(c));
       s_of[c] = two ? p.per_tensor_scale * v : v;
     }
-    for (std::size_t b = 0; b < nb; ++b) load_e2m1_16(codes + 8 * b, s_of[scales[b]], out + 16 * b);
+    std::size_t b = 0;
+#if defined(KVQ_BLOCK_AVX512)
+    if constexpr (Wide)
+      for (; b < nb; ++b) avx512::load_e2m1_16(codes + 8 * b, s_of[scales[b]], out + 16 * b);
+#endif
+    for (; b < nb; ++b) load_e2m1_16(codes + 8 * b, s_of[scales[b]], out + 16 * b);
   } else if constexpr (is_vllm_nvfp4_any<S>::value) {
     float sff_of[256];
     for (int c = 0; c < 256; ++c) sff_of[c] = detail::e4m3_value(static_cast<std::uint8_t>(c));
-    for (std::size_t b = 0; b < nb; ++b)  // (e2m1 * SFf) * k_scale
-      load_e2m1_16<true>(codes + 8 * b, sff_of[scales[b]], out + 16 * b, p.k_scale);
+    std::size_t b = 0;  // (e2m1 * SFf) * k_scale
+#if defined(KVQ_BLOCK_AVX512)
+    if constexpr (Wide)
+      for (; b < nb; ++b) avx512::load_e2m1_16<true>(codes + 8 * b, sff_of[scales[b]], out + 16 * b, p.k_scale);
+#endif
+    for (; b < nb; ++b) load_e2m1_16<true>(codes + 8 * b, sff_of[scales[b]], out + 16 * b, p.k_scale);
   } else {  // MX
     using F = typename S::element_format;
     float sv_of[256];
     for (int c = 0; c < 256; ++c) sv_of[c] = S::scale_value(static_cast<std::uint8_t>(c));
-    for (std::size_t b = 0; b < nb; ++b) {
+    std::size_t b = 0;
+#if defined(KVQ_BLOCK_AVX512)
+    if constexpr (Wide) {
+      for (; b < nb; ++b) {
+        if constexpr (S::storage_bits == 4) {
+          avx512::load_e2m1_16(codes + 16 * b, sv_of[scales[b]], out + 32 * b);
+          avx512::load_e2m1_16(codes + 16 * b + 8, sv_of[scales[b]], out + 32 * b + 16);
+        } else {
+          avx512::load_codes32<F>(codes + 32 * b, sv_of[scales[b]], out + 32 * b);
+        }
+      }
+    }
+#endif
+    for (; b < nb; ++b) {
       const float sv = sv_of[scales[b]];
       float* ob = out + 32 * b;
       if constexpr (S::storage_bits == 4) {
@@ -795,7 +859,7 @@ template <class S>
 KVQ_TARGET_X86_64_V3 void dequantize_blocks_x86_64_v3(const S& s, const typename S::params& p,
                                                       const std::uint8_t* codes, const std::uint8_t* scales,
                                                       std::size_t nb, float* out) noexcept {
-  dequantize_blocks_body(s, p, codes, scales, nb, out);
+  dequantize_blocks_body<true>(s, p, codes, scales, nb, out);
 }
 #endif
 
@@ -807,7 +871,7 @@ inline void dequantize_blocks(const S& s, const typename S::params& p, const std
 #if defined(KVQ_ISA_DISPATCH)
   if (kvq::detail::use_x86_64_v3()) return dequantize_blocks_x86_64_v3(s, p, codes, scales, nb, out);
 #endif
-  dequantize_blocks_body(s, p, codes, scales, nb, out);
+  dequantize_blocks_body<false>(s, p, codes, scales, nb, out);
 }
 #endif  // KVQ_BLOCK_SIMD
 

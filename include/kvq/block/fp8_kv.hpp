@@ -124,7 +124,12 @@ struct fp8_per_tensor {
   }
   /// Decodes one block's codes with its scale (and zero point) into out[0..block_size()).
   KVQ_HD void dequantize_block(const std::uint8_t* codes, scale_type, float, const params& p, float* out) const noexcept {
-    out[0] = kvq::decode<element_format, float>(codes[0]) * p.scale;
+    // A NaN code keeps its own NaN, whatever the scale: x86 returns the first operand's
+    // NaN when both are NaN, but the compiler may swap the operands of a multiply, and did
+    // under -march=native (a NaN tensor scale then gave the scale's sign in one inlining
+    // context and the code's in another).
+    const float d = kvq::decode<element_format, float>(codes[0]);
+    out[0] = d != d ? d : d * p.scale;
   }
 };
 
