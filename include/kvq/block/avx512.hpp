@@ -33,13 +33,7 @@
 /// 1 where the 16-lane block passes are compiled.
 #define KVQ_BLOCK_AVX512 1
 
-// GCC 12's AVX-512 intrinsics read an uninitialised pass-through operand
-// (_mm512_undefined_*), which -Wall reports at every inlined use (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+KVQ_AVX512_CODE_BEGIN
 
 namespace kvq {
 namespace block {
@@ -242,7 +236,5 @@ KVQ_FORCEINLINE void load_codes32(const std::uint8_t* in, float s, float* out) n
 }  // namespace bulk
 }  // namespace block
 }  // namespace kvq
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+KVQ_AVX512_CODE_END
 #endif

@@ -32,12 +32,18 @@
 #include <immintrin.h>
 
 // GCC 12's AVX-512 intrinsics read an uninitialised pass-through operand
-// (_mm512_undefined_*), which -Wall reports at every inlined use (GCC bug 105593).
+// (_mm512_undefined_*), which -Wall reports at every inlined use (GCC bug 105593): the
+// 16-lane code sits between these two.
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define KVQ_AVX512_CODE_BEGIN                                   \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"")
+#define KVQ_AVX512_CODE_END _Pragma("GCC diagnostic pop")
+#else
+#define KVQ_AVX512_CODE_BEGIN
+#define KVQ_AVX512_CODE_END
 #endif
+KVQ_AVX512_CODE_BEGIN
 
 namespace kvq {
 namespace detail {
@@ -168,7 +174,5 @@ KVQ_FORCEINLINE __m512 decode16(const std::uint8_t* in) noexcept {
 }  // namespace avx512
 }  // namespace detail
 }  // namespace kvq
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+KVQ_AVX512_CODE_END
 #endif
