@@ -8,8 +8,8 @@ that is not installed is reported as such). Every row checks first that kvq and 
 peer give the same bits on the benchmark's own input (the row says "same bits" or
 stops with the difference), then times both on the same input: the best of R repeats
 of one call over N elements, one thread unless stated, in nanoseconds per element.
-Each build of the extension (kvq/_native.py: baseline x86-64 and x86-64-v3, when this
-CPU runs it) is timed in its own interpreter (KVQ_ISA), so one run prints both.
+Each build of the extension (kvq/_native.py: baseline x86-64, x86-64-v3 and AVX-512, when
+this CPU runs them) is timed in its own interpreter (KVQ_ISA), so one run prints all.
 Columns: ns/element for kvq (fresh output), kvq with out= (no allocation), the peer,
 and the ratio kvq(out=) / peer (< 1: kvq is faster). The first row is a memcpy of the
 input (NumPy copyto into an existing array) as the floor.
@@ -183,6 +183,12 @@ def main():
         try:
             from kvq import _kvq_v3  # noqa: F401
             builds.append("x86-64-v3")
+        except ImportError:
+            pass
+    if kvq._kvq.cpu_supports_avx512():
+        try:
+            from kvq import _kvq_avx512  # noqa: F401
+            builds.append("avx512")
         except ImportError:
             pass
     results = {}

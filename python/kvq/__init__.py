@@ -19,7 +19,7 @@ scheme of the registry.
 
 from ._native import ext as _ext
 
-# The build for this CPU (kvq/_native.py: baseline x86-64 or x86-64-v3, the same bits).
+# The build for this CPU (kvq/_native.py: baseline x86-64, x86-64-v3 or AVX-512, the same bits).
 Comparison = _ext.Comparison
 ElementMismatch = _ext.ElementMismatch
 Explanation = _ext.Explanation

@@ -824,7 +824,8 @@ std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64)
 
 void bind_attention(nb::module_& m);  // attention_ext.cpp
 
-// The module's name: _kvq (baseline x86-64) or _kvq_v3 (x86-64-v3), python/CMakeLists.txt.
+// The module's name: _kvq (baseline x86-64), _kvq_v3 (x86-64-v3) or _kvq_avx512
+// (x86-64-v4 with VBMI), python/CMakeLists.txt.
 #ifndef KVQ_EXT_MODULE
 #define KVQ_EXT_MODULE _kvq
 #endif
@@ -833,7 +834,10 @@ void bind_attention(nb::module_& m);  // attention_ext.cpp
 
 KVQ_NB_MODULE(KVQ_EXT_MODULE, m) {
   bind_attention(m);
-#if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__BMI2__)
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512CD__) && defined(__AVX512DQ__) && \
+    defined(__AVX512VL__) && defined(__AVX512VBMI__)
+  m.attr("isa") = "avx512";
+#elif defined(__AVX2__) && defined(__FMA__) && defined(__F16C__) && defined(__BMI2__)
   m.attr("isa") = "x86-64-v3";
 #else
   m.attr("isa") = "baseline";
@@ -850,6 +854,22 @@ KVQ_NB_MODULE(KVQ_EXT_MODULE, m) {
 #endif
       },
       "Whether this CPU runs the x86-64-v3 build (AVX2, FMA, F16C, BMI1/2, MOVBE).");
+  m.def(
+      "cpu_supports_avx512",
+      []() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+        // GCC's and Clang's checks include the operating system's saving of the AVX-512 state
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+               __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("movbe") &&
+               __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+#else
+        return false;
+#endif
+      },
+      "Whether this CPU runs the AVX-512 build (x86-64-v4: AVX-512 F, BW, CD, DQ, VL; and VBMI).");
   // The copy of the bulk kernels inside this module (kvq/core/isa.hpp): the baseline
   // module also carries x86-64-v3 copies of them; KVQ_ISA=baseline selects its portable
   // ones (kvq/_native.py).
