@@ -1,6 +1,6 @@
 // The 16-lane kernels of kvq/format/avx512.hpp (built with -march=native: they exist
 // where the compiler targets AVX-512) against the scalar functions they reproduce, bit for
-// bit: encode_rne_sat16<F> against kvq::encode<F> (nearest even, satfinite) and
+// bit: encode_rne16<F, O> against kvq::encode<F> (nearest even, satfinite and nosat) and
 // e2m1_codes16 against kvq::encode<fmt::e2m1> and detail::e2m1_rn, on every 61st float bit
 // pattern, on every pattern within 3 of a multiple of 2^19 (each float with at most four
 // significant mantissa bits: every rounding boundary and tie of the 1- to 3-bit mantissa
@@ -72,6 +72,11 @@ void check_encode(const std::vector<std::uint32_t>& p) {
             p, [](__m512 x) { return kvq::detail::avx512::encode_rne_sat16<F>(x); },
             [](float v) -> std::uint32_t {
               return kvq::encode<F>(v, kvq::rounding::nearest_even, kvq::overflow::satfinite);
+            }) == "");
+  CHECK(first_mismatch(
+            p, [](__m512 x) { return kvq::detail::avx512::encode_rne16<F, kvq::overflow::nosat>(x); },
+            [](float v) -> std::uint32_t {
+              return kvq::encode<F>(v, kvq::rounding::nearest_even, kvq::overflow::nosat);
             }) == "");
 }
 

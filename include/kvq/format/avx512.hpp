@@ -7,8 +7,9 @@
 /// names, which tests/format/test_avx512_codecs.cpp checks on a stride through every float
 /// and around every power of two, and on every code.
 ///
-/// - encode_rne_sat16<F>: encode_rne_float_fast<F, satfinite> lane by lane (the same
-///   integer expression, on 32-bit lanes).
+/// - encode_rne16<F, O>: encode_rne_float_fast<F, O> lane by lane (the same integer
+///   expression, on 32-bit lanes); kvq::encode_n's float nearest-even loop and the block
+///   passes' 8-bit elements and e4m3 scales.
 /// - e2m1_codes16: detail::e2m1_rn (kvq::encode<fmt::e2m1>, nearest even, satfinite) as a
 ///   byte-table lookup: the code is a function of the float's exponent and first two
 ///   mantissa bits (a "cell") except at a cell's first value, where four ties round down
@@ -24,6 +25,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/format/formats.hpp>
+#include <kvq/format/policy.hpp>
 
 #if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && \
     defined(__AVX512VBMI__) && !defined(__CUDACC__) && !defined(KVQ_NO_AVX512)
@@ -49,11 +51,10 @@ namespace kvq {
 namespace detail {
 namespace avx512 {
 
-/// encode_rne_float_fast<F, overflow::satfinite>(x[i]) for the 16 lanes of x: codes in the
-/// low byte of each 32-bit lane, the other bytes zero. F has subnormals and no fnuz
-/// encoding (the formats the bulk passes encode).
-template <class F>
-KVQ_FORCEINLINE __m512i encode_rne_sat16(__m512 x) noexcept {
+/// encode_rne_float_fast<F, O>(x[i]) for the 16 lanes of x: codes in the low byte of each
+/// 32-bit lane, the other bytes zero. F has subnormals and no fnuz encoding.
+template <class F, overflow O>
+KVQ_FORCEINLINE __m512i encode_rne16(__m512 x) noexcept {
   static_assert(F::has_subnormals && F::special != specials::fnuz, "kvq: 16-lane encoder needs subnormals, no fnuz");
   constexpr int M = F::mantissa_bits;
   constexpr int drop = 23 - M;
@@ -69,11 +70,32 @@ KVQ_FORCEINLINE __m512i encode_rne_sat16(__m512 x) noexcept {
   const __m512i s_code = _mm512_sub_epi32(_mm512_castps_si512(_mm512_add_ps(_mm512_castsi512_ps(u), _mm512_castsi512_ps(c))), c);
   constexpr std::uint32_t min_normal_bits = static_cast<std::uint32_t>(F::emin + 127) << 23;
   const __mmask16 sub = _mm512_cmplt_epu32_mask(u, _mm512_set1_epi32(static_cast<int>(min_normal_bits)));
-  __m512i code = _mm512_min_epu32(_mm512_mask_mov_epi32(n_code, sub, s_code), _mm512_set1_epi32(F::max_finite_code));
+  __m512i code = _mm512_mask_mov_epi32(n_code, sub, s_code);
+  if constexpr (O == overflow::satfinite || F::special == specials::none) {
+    code = _mm512_min_epu32(code, _mm512_set1_epi32(F::max_finite_code));
+  } else {  // Inf where F has it, else NaN (fnuz is excluded above)
+    constexpr int ovf = F::has_inf ? F::inf_code : F::nan_code;
+    code = _mm512_mask_mov_epi32(code, _mm512_cmpgt_epu32_mask(code, _mm512_set1_epi32(F::max_finite_code)),
+                                 _mm512_set1_epi32(ovf));
+  }
   if constexpr (F::sign_mask != 0) code = _mm512_mask_or_epi32(code, _mm512_movepi32_mask(bits), code, _mm512_set1_epi32(F::sign_mask));
   constexpr int nan_out = F::special == specials::none ? F::max_finite_code : F::nan_code;
   const __mmask16 nan = _mm512_cmpgt_epu32_mask(u, _mm512_set1_epi32(0x7F800000));
   return _mm512_mask_mov_epi32(code, nan, _mm512_set1_epi32(nan_out));
+}
+
+/// encode_rne16<F, overflow::satfinite>.
+template <class F>
+KVQ_FORCEINLINE __m512i encode_rne_sat16(__m512 x) noexcept {
+  return encode_rne16<F, overflow::satfinite>(x);
+}
+
+/// out[i] = encode_rne_float_fast<F, O>(in[i]) for i < 32.
+template <class F, overflow O>
+KVQ_FORCEINLINE void encode_rne32(const float* in, std::uint8_t* out) noexcept {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(encode_rne16<F, O>(_mm512_loadu_ps(in))));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16),
+                   _mm512_cvtepi32_epi8(encode_rne16<F, O>(_mm512_loadu_ps(in + 16))));
 }
 
 /// The e2m1 magnitude code of each cell index (below) and, from entry 22 on, of a value

@@ -18,6 +18,7 @@
 
 #include <kvq/config.hpp>
 #include <kvq/core/isa.hpp>
+#include <kvq/format/avx512.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
 
@@ -201,6 +202,19 @@ KVQ_TARGET_X86_64_V3 void encode_rne_loop(const float* in, std::size_t n, std::u
   // (The address is formed as an integer: a pointer past the array would be undefined.)
   constexpr std::uintptr_t prefetch_bytes = 4096;
   std::size_t i = 0;
+#if defined(KVQ_HAVE_AVX512_CODECS)
+  // Where the unit targets AVX-512: the 16-lane integer encoder (kvq/format/avx512.hpp),
+  // the same bits in half the instructions (0.15 -> 0.08 ns per value for e4m3 in cache,
+  // one run on an AMD EPYC).
+  if constexpr (F::special != specials::fnuz) {
+    for (; i + 32 <= n; i += 32) {
+      const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(in + i) + prefetch_bytes;
+      _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + 64), _MM_HINT_T0);
+      avx512::encode_rne32<F, O>(in + i, out + i);
+    }
+  }
+#endif
   for (; i + 32 <= n; i += 32) {
     const std::uintptr_t ahead = reinterpret_cast<std::uintptr_t>(in + i) + prefetch_bytes;
     _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
