@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # bench/bench_speed.sh — the speed of kvq where users feel it, from one run:
 #
-#   bash bench/bench_speed.sh [--kvq PATH] [--old PATH] [--bench DIR] [--python PY] [--quick]
+#   bash bench/bench_speed.sh [--kvq PATH] [--old PATH] [--bits PATH] [--bench DIR] [--python PY]
+#                             [--quick]
 #
 # --kvq     this version's kvq command (default build/release/kvq)
 # --old     a kvq command built from an earlier version to compare with (e.g. 5d826c3:
 #           git worktree add /tmp/old 5d826c3 && cmake -S /tmp/old -B /tmp/old/build
 #           -DCMAKE_BUILD_TYPE=Release -DKVQ_BUILD_EXAMPLES=ON && cmake --build
 #           /tmp/old/build --target kvq_cli); without it the study rows have no ratio
+# --bits    a kvq command built from the version whose study outputs this one must
+#           reproduce byte for byte: the newest version that changed a timed grid's CSV on
+#           purpose (5122bff: citations' paired gap to bf16 and per-length streams, after
+#           the outliers scheme names and rows changed since 5d826c3). Each grid runs once
+#           under it and its CSVs are compared with --kvq's; a difference is a failed
+#           check of bits. --old's CSVs are compared too, but may differ by design
 # --bench   the folder of kvq_bench_block and kvq_bench_mma (default build/bench/bench,
 #           as scripts/bench.sh builds them)
 # --python  an interpreter with the kvq package and its peers (ml_dtypes, torch, torchao)
@@ -17,7 +24,8 @@
 # Parts, each run once, in this order:
 #   1. studies: citations (--contexts 32k --seeds 1, 64 and 256 queries) and the outliers
 #      default grid, one thread, CPU seconds (user + system, GNU time) of --old and --kvq,
-#      the ratio old/new, and whether the two CSVs are byte-identical; the citations
+#      the ratio old/new, and whether the CSVs are byte-identical to --old's and to
+#      --bits' (each file the study writes, compared with cmp); the citations
 #      grids (under a second new) run 5 times each, old and new taking turns, and the
 #      least CPU time of each side counts (a shared machine's pauses only add time: on
 #      the 2-core VM the system time of one new 64-query run moved between 0.00 and
@@ -34,6 +42,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 KVQ=build/release/kvq
 OLD=""
+BITS=""
 BENCH=build/bench/bench
 PY=python3
 QUICK=0
@@ -41,14 +50,15 @@ while (( $# )); do
   case $1 in
     --kvq) KVQ=$2; shift 2 ;;
     --old) OLD=$2; shift 2 ;;
+    --bits) BITS=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
     --python) PY=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
-    *) echo "bench_speed.sh: unknown argument '$1' (allowed: --kvq PATH, --old PATH, --bench DIR, --python PY, --quick)" >&2
+    *) echo "bench_speed.sh: unknown argument '$1' (allowed: --kvq PATH, --old PATH, --bits PATH, --bench DIR, --python PY, --quick)" >&2
        exit 2 ;;
   esac
 done
-for exe in "$KVQ" ${OLD:+"$OLD"} "$BENCH/kvq_bench_block" "$BENCH/kvq_bench_mma"; do
+for exe in "$KVQ" ${OLD:+"$OLD"} ${BITS:+"$BITS"} "$BENCH/kvq_bench_block" "$BENCH/kvq_bench_mma"; do
   if [[ ! -x $exe ]]; then
     echo "bench_speed.sh: $exe is not an executable (see the options in this script's header)" >&2
     exit 2
@@ -68,7 +78,7 @@ status=0
 summary=()
 echo "kvq speed, one run, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ //') ($(nproc) cores), load: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "kvq: $KVQ; old: ${OLD:-none}; benchmarks: $BENCH; python: $PY"
+echo "kvq: $KVQ; old: ${OLD:-none}; bits: ${BITS:-none}; benchmarks: $BENCH; python: $PY"
 
 # ---- 1. studies ---------------------------------------------------------------------
 # cpu_s SIDE NAME ARGS...: runs a study with one thread; prints CPU seconds.
@@ -76,6 +86,7 @@ cpu_s() {
   local side=$1 name=$2; shift 2
   local exe=$KVQ
   [[ $side == old ]] && exe=$OLD
+  [[ $side == bits ]] && exe=$BITS
   # The older command has no --quiet: its progress goes to stderr, which is dropped.
   "$TIME" -f '%U %S' -o "$WORK/$side.$name.time" "$exe" study "$@" --threads 1 --out "$WORK/$side.$name" \
     >/dev/null 2>"$WORK/$side.$name.err" || { cat "$WORK/$side.$name.err" >&2; return 1; }
@@ -85,7 +96,20 @@ cpu_s() {
 min_s() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b + 0 < a + 0) ? b : a}'; }
 echo
 echo "== 1. studies, one thread, CPU seconds"
-printf '%-52s %8s %8s %8s  %s\n' grid old new old/new CSVs
+# same_csvs SIDE NAME: "identical" when every CSV the new side wrote for NAME is
+# byte-identical to SIDE's file of the same name (and SIDE wrote no other), else "differ".
+same_csvs() {
+  local side=$1 name=$2 f
+  local -a mine theirs
+  mine=($(cd "$WORK/new.$name" && ls *.csv))
+  theirs=($(cd "$WORK/$side.$name" && ls *.csv))
+  [[ "${mine[*]}" == "${theirs[*]}" ]] || { echo differ; return; }
+  for f in "${mine[@]}"; do
+    cmp -s "$WORK/$side.$name/$f" "$WORK/new.$name/$f" || { echo differ; return; }
+  done
+  echo identical
+}
+printf '%-52s %8s %8s %8s  %-10s %s\n' grid old new old/new "CSVs=old" "CSVs=bits"
 if (( QUICK )); then
   grids=("citations_q64|citations --quick" "outliers|outliers --quick")
 else
@@ -106,13 +130,18 @@ for g in "${grids[@]}"; do
   done
   if [[ -n $OLD ]]; then
     ratio=$(awk -v a="$old" -v b="$new" 'BEGIN {printf "%.2f", a / b}')
-    study=${args[0]}
-    if cmp -s "$WORK/old.$name/$study.csv" "$WORK/new.$name/$study.csv"; then same=identical; else same=differ; fi
+    same=$(same_csvs old "$name")
   else
     old=- ratio=- same=-
   fi
-  printf '%-52s %8s %8s %8s  %s\n' "${g#*|}" "$old" "$new" "$ratio" "$same"
-  summary+=("$(printf 'study %-16s %8s CPU-s, old/new %s (CSVs %s)' "$name" "$new" "$ratio" "$same")")
+  bits=-
+  if [[ -n $BITS ]]; then
+    cpu_s bits "$name" "${args[@]}" >/dev/null
+    bits=$(same_csvs bits "$name")
+    [[ $bits == identical ]] || status=1
+  fi
+  printf '%-52s %8s %8s %8s  %-10s %s\n' "${g#*|}" "$old" "$new" "$ratio" "$same" "$bits"
+  summary+=("$(printf 'study %-16s %8s CPU-s, old/new %s (CSVs: %s to old, %s to bits)' "$name" "$new" "$ratio" "$same" "$bits")")
 done
 
 # ---- 2. block quantization ----------------------------------------------------------

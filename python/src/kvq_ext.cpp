@@ -820,6 +820,30 @@ const vf::explanation& explanation_for_csv(const vf::verify_report& r) {
 
 std::string hex64(std::uint64_t h) { return kvq::verify::detail::hex_bits(h, 64); }
 
+// Whether this CPU runs the module built for x86-64-v3 (AVX2, FMA, F16C, BMI1/2, MOVBE)
+// and the one built for AVX-512 (those and AVX-512 F, BW, CD, DQ, VL, VBMI): kvq/_native.py
+// asks the baseline module before importing either. GCC's and Clang's checks include the
+// operating system's saving of the AVX and AVX-512 state.
+bool cpu_runs_x86_64_v3() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
+         __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("movbe");
+#else
+  return false;
+#endif
+}
+
+bool cpu_runs_avx512() {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  return cpu_runs_x86_64_v3() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 void bind_attention(nb::module_& m);  // attention_ext.cpp
@@ -842,34 +866,10 @@ KVQ_NB_MODULE(KVQ_EXT_MODULE, m) {
 #else
   m.attr("isa") = "baseline";
 #endif
-  m.def(
-      "cpu_supports_x86_64_v3",
-      []() {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-               __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("movbe");
-#else
-        return false;
-#endif
-      },
-      "Whether this CPU runs the x86-64-v3 build (AVX2, FMA, F16C, BMI1/2, MOVBE).");
-  m.def(
-      "cpu_supports_avx512",
-      []() {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-        // GCC's and Clang's checks include the operating system's saving of the AVX-512 state
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c") &&
-               __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("movbe") &&
-               __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
-#else
-        return false;
-#endif
-      },
-      "Whether this CPU runs the AVX-512 build (x86-64-v4: AVX-512 F, BW, CD, DQ, VL; and VBMI).");
+  m.def("cpu_supports_x86_64_v3", &cpu_runs_x86_64_v3,
+        "Whether this CPU runs the x86-64-v3 build (AVX2, FMA, F16C, BMI1/2, MOVBE).");
+  m.def("cpu_supports_avx512", &cpu_runs_avx512,
+        "Whether this CPU runs the AVX-512 build (x86-64-v4: AVX-512 F, BW, CD, DQ, VL; and VBMI).");
   // The copy of the bulk kernels inside this module (kvq/core/isa.hpp): the baseline
   // module also carries x86-64-v3 copies of them; KVQ_ISA=baseline selects its portable
   // ones (kvq/_native.py).
