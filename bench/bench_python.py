@@ -10,6 +10,11 @@ stops with the difference), then times both on the same input: the best of R rep
 of one call over N elements, one thread unless stated, in nanoseconds per element.
 Each build of the extension (kvq/_native.py: baseline x86-64, x86-64-v3 and AVX-512, when
 this CPU runs them) is timed in its own interpreter (KVQ_ISA), so one run prints all.
+torch (and torchao, which runs on torch's kernels) is held to the same instruction level
+as the build it is compared with: ATEN_CPU_CAPABILITY=default beside the baseline build
+and avx2 beside x86-64-v3 (what a CPU that needs that build would run); beside the
+AVX-512 build it picks its own. Each table names the capability torch ran with.
+ml_dtypes has no such switch.
 Columns: ns/element for kvq (fresh output), kvq with out= (no allocation), the peer,
 and the ratio kvq(out=) / peer (< 1: kvq is faster). The first row is a memcpy of the
 input (NumPy copyto into an existing array) as the floor.
@@ -162,7 +167,13 @@ def child(args):
     rows = measure(args.elements, args.repeats, args.threads)
     import kvq
 
-    print(json.dumps(dict(isa=kvq.isa, rows=rows)))
+    try:
+        import torch
+
+        torch_cpu = torch.backends.cpu.get_cpu_capability()
+    except ImportError:
+        torch_cpu = "not installed"
+    print(json.dumps(dict(isa=kvq.isa, torch_cpu=torch_cpu, rows=rows)))
 
 
 def main():
@@ -191,19 +202,26 @@ def main():
             builds.append("avx512")
         except ImportError:
             pass
+    # torch's kernels at the build's instruction level (unset: torch's own choice)
+    torch_capability = {"baseline": "default", "x86-64-v3": "avx2"}
     results = {}
     for b in builds:
+        env = dict(os.environ, KVQ_ISA=b)
+        env.pop("ATEN_CPU_CAPABILITY", None)
+        if b in torch_capability:
+            env["ATEN_CPU_CAPABILITY"] = torch_capability[b]
         r = subprocess.run([sys.executable, __file__, "--child", "--elements", str(args.elements), "--repeats",
                             str(args.repeats), "--threads", str(args.threads)],
-                           env=dict(os.environ, KVQ_ISA=b), capture_output=True, text=True)
+                           env=env, capture_output=True, text=True)
         if r.returncode != 0:
             sys.stderr.write(r.stderr)
             return r.returncode
-        results[b] = json.loads(r.stdout.strip().splitlines()[-1])["rows"]
+        results[b] = json.loads(r.stdout.strip().splitlines()[-1])
     print(f"kvq Python API vs peers: {args.elements} float32 elements per call, best of {args.repeats}, one thread "
           f"unless stated; ns/element; every kvq/peer pair checked for the same bits first")
-    for b, rows in results.items():
-        print(f"\nbuild: {b}")
+    for b, res in results.items():
+        rows = res["rows"]
+        print(f"\nbuild: {b} (torch's kernels: {res['torch_cpu']})")
         print(f"{'operation':34} {'kvq':>7} {'out=':>7} {f'{args.threads} thr':>7} {'peer':>10} {'peer ns':>8} "
               f"{'out=/peer':>9}")
         for r in rows:

@@ -4,8 +4,9 @@
 /// The loops instantiate the scalar kvq::encode with compile-time policies so the
 /// compiler can vectorise them; they are bit-identical to the scalar function
 /// (that *is* the function). Float input with nearest_even has a branch-free integer
-/// form (encode_rne_float_fast) and a kernel on binary16 lanes (detail::f16c), compiled
-/// for x86-64-v3 and run when the CPU has it (kvq/core/isa.hpp); both are checked against
+/// form (encode_rne_float_fast, run 16 lanes at a time on SSE2: kvq/format/sse2.hpp) and a
+/// kernel on binary16 lanes (detail::f16c), compiled for x86-64-v3 and run when the CPU
+/// has it (kvq/core/isa.hpp); both are checked against
 /// the scalar encoder, and against each other, in tests/format/test_bulk_fast.cpp.
 /// Decoding goes through a 256-entry table.
 /// Multi-threaded forms: kvq/format/parallel.hpp.
@@ -21,6 +22,7 @@
 #include <kvq/format/avx512.hpp>
 #include <kvq/format/decode.hpp>
 #include <kvq/format/encode.hpp>
+#include <kvq/format/sse2.hpp>
 
 // The F16C kernel (detail::f16c) is compiled wherever the x86-64-v3 copies are
 // (KVQ_ISA_DISPATCH, kvq/core/isa.hpp) and runs when kvq::active_isa() is x86_64_v3;
@@ -91,10 +93,19 @@ KVQ_HD inline std::uint8_t encode_rne_float_fast(float x) noexcept {
   return static_cast<std::uint8_t>(code);
 }
 
-/// The portable float nearest_even loop: encode_rne_float_fast on every element.
+/// The portable float nearest_even loop: encode_rne_float_fast on every element, 16 at a
+/// time on SSE2 where that is compiled and exact for F (kvq/format/sse2.hpp).
 template <class F, overflow O>
 inline void encode_rne_loop_portable(const float* in, std::size_t n, std::uint8_t* out) noexcept {
-  for (std::size_t i = 0; i < n; ++i) out[i] = encode_rne_float_fast<F, O>(in[i]);
+  std::size_t i = 0;
+#if defined(KVQ_HAVE_SSE2_ENCODE)
+  if constexpr (sse2::covers<F>)
+    for (; i + 16 <= n; i += 16) sse2::encode_rne16<F, O>(in + i, out + i);
+#endif
+  // the tail counted from 0: GCC's -Waggressive-loop-optimizations misreads `for (; i < n; ++i)` after
+  // the vector loop at -O2
+  const std::size_t rest = n - i;
+  for (std::size_t k = 0; k < rest; ++k) out[i + k] = encode_rne_float_fast<F, O>(in[i + k]);
 }
 
 #if defined(KVQ_HAVE_F16C_ENCODE)
