@@ -11,8 +11,8 @@
 ///   form (e4m3, one run on an AMD EPYC, 2^20 floats in cache).
 ///
 /// Tested against the scalar encoder on every float for e4m3 and e5m2 and every third
-/// float for the other formats (tests/format/test_bulk_exhaustive.cpp), and on the edge
-/// classes at every alignment (tests/format/test_bulk_fast.cpp).
+/// float for e2m1, e3m2, e2m3 and ue4m3 (tests/format/test_sse2_exhaustive.cpp), and on
+/// the edge classes at every alignment (tests/format/test_bulk_fast.cpp).
 #pragma once
 
 #include <cstdint>
@@ -31,10 +31,11 @@ namespace detail {
 namespace sse2 {
 
 /// Whether encode_rne8 is exact for F: subnormals (the float add below), no fnuz
-/// encoding, and M <= 7, so that every selected code fits a 16-bit lane. A code of a
-/// lane that is not selected may not fit: packs_epi32 saturates it, and it stays
-/// unselected (an overflowing normal code saturates to at least 32767, above every
-/// maximum code, and still overflows).
+/// encoding, and at most 7 mantissa bits (8-bit codes). Packing to 16-bit lanes
+/// (packs_epi32, signed saturation) keeps every code that can be the result: a
+/// subnormal lane's code is at most 2^M, a normal lane's is exact up to 32767 and
+/// saturates to 32767 above it, still above the maximum code, so it still overflows;
+/// the code of the branch a lane does not take may saturate and is discarded.
 template <class F>
 inline constexpr bool covers = F::has_subnormals && F::special != specials::fnuz && F::mantissa_bits <= 7;
 
